@@ -1,0 +1,408 @@
+//! The `sc` command line: argument parsing and the thin glue between files and the library.
+
+mod output;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use output::Output;
+use sc::container::checksum::{hex, FileDigest};
+use sc::{DecodeOptions, EncodeOptions, Kind, Mode};
+use std::fs::File;
+use std::io::{self, BufReader, IsTerminal, Read};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Lossless compression for LLM weight files (safetensors).
+#[derive(Parser, Debug)]
+#[command(name = "sc", version, about, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Compress a file (default output: INPUT.sc)
+    Encode(EncodeArgs),
+    /// Restore the original file from an archive (default output: INPUT without .sc)
+    Decode(DecodeArgs),
+    /// Decode without writing; check every block checksum and the MD5 (and ORIGINAL's MD5)
+    Verify(VerifyArgs),
+    /// Show an archive's mode, sizes, codecs, dtypes and the kept safetensors header
+    Info(InfoArgs),
+}
+
+#[derive(Args, Debug)]
+struct Common {
+    /// Worker threads (0 = all cores)
+    #[arg(short = 'T', long, default_value_t = 0)]
+    threads: usize,
+    /// No progress bar and no summary line
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+#[derive(Args, Debug)]
+struct OutputArgs {
+    /// Output file ('-' for stdout)
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    /// Write to stdout
+    #[arg(short = 'c', long)]
+    stdout: bool,
+    /// Overwrite an existing output file
+    #[arg(short, long)]
+    force: bool,
+}
+
+#[derive(Args, Debug)]
+struct EncodeArgs {
+    /// File to compress ('-' for stdin)
+    input: PathBuf,
+    /// fast: Huffman-coded exponent plane, raw low plane; best: range coder on every plane
+    #[arg(short, long, value_enum, default_value_t = Mode::Fast)]
+    mode: Mode,
+    /// Block size: bytes or with K/M suffix (KiB/MiB), even, 4K to 64M
+    #[arg(short, long, default_value = "1M", value_parser = parse_size)]
+    block_size: u32,
+    #[command(flatten)]
+    out: OutputArgs,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Args, Debug)]
+struct DecodeArgs {
+    /// Archive to restore ('-' for stdin)
+    input: PathBuf,
+    /// Also compute the output's MD5 and compare it with the recorded one (block checksums are
+    /// always checked)
+    #[arg(long)]
+    md5: bool,
+    #[command(flatten)]
+    out: OutputArgs,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Args, Debug)]
+struct VerifyArgs {
+    /// Archive to check
+    input: PathBuf,
+    /// The original file: its MD5 must equal the archive's
+    original: Option<PathBuf>,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Args, Debug)]
+struct InfoArgs {
+    /// Archive to describe
+    input: PathBuf,
+}
+
+/// Parses `4096`, `12K`, `1M`, `1MiB`, `64m`.
+fn parse_size(s: &str) -> std::result::Result<u32, String> {
+    let t = s.trim();
+    let lower = t.to_ascii_lowercase();
+    let (num, mult) = match lower.trim_end_matches("ib").trim_end_matches('b') {
+        x if x.ends_with('k') => (&x[..x.len() - 1], 1u64 << 10),
+        x if x.ends_with('m') => (&x[..x.len() - 1], 1u64 << 20),
+        x => (x, 1),
+    };
+    let n: u64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a size (examples: 4096, 64K, 1M)"))?;
+    let bytes = n.checked_mul(mult).filter(|&b| b <= u32::MAX as u64);
+    let bytes = bytes.ok_or_else(|| format!("'{s}' is too large"))? as u32;
+    sc::container::check_block_size(bytes)?;
+    Ok(bytes)
+}
+
+/// Runs the parsed command line.
+pub fn run(cli: Cli) -> Result<()> {
+    output::install_interrupt_cleanup();
+    match cli.command {
+        Command::Encode(a) => with_threads(a.common.threads, || encode(&a)),
+        Command::Decode(a) => with_threads(a.common.threads, || decode(&a)),
+        Command::Verify(a) => with_threads(a.common.threads, || verify(&a)),
+        Command::Info(a) => info(&a),
+    }
+}
+
+fn with_threads<T: Send>(threads: usize, f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .context("cannot start worker threads")?;
+    pool.install(f)
+}
+
+fn is_stdio(p: &Path) -> bool {
+    p.as_os_str() == "-"
+}
+
+/// Opens an input; returns the reader and its length when it is a regular file.
+fn open_input(path: &Path) -> Result<(Box<dyn Read + Send>, Option<u64>)> {
+    if is_stdio(path) {
+        return Ok((
+            Box::new(BufReader::with_capacity(1 << 20, io::stdin())),
+            None,
+        ));
+    }
+    let f = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let meta = f
+        .metadata()
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    if meta.is_dir() {
+        bail!("{} is a directory", path.display());
+    }
+    let len = meta.is_file().then_some(meta.len());
+    Ok((Box::new(BufReader::with_capacity(1 << 20, f)), len))
+}
+
+/// Chooses the destination: `None` means stdout.
+fn destination(
+    input: &Path,
+    out: &OutputArgs,
+    default: impl Fn(&Path) -> Result<PathBuf>,
+) -> Result<Option<PathBuf>> {
+    let dest = match &out.output {
+        Some(o) if is_stdio(o) => None,
+        Some(o) => Some(o.clone()),
+        None if out.stdout || is_stdio(input) => None,
+        None => Some(default(input)?),
+    };
+    if let Some(d) = &dest {
+        if !is_stdio(input) && same_file(input, d) {
+            bail!("output {} is the input file", d.display());
+        }
+    }
+    Ok(dest)
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => false,
+    }
+}
+
+fn progress_bar(total: Option<u64>, quiet: bool) -> ProgressBar {
+    if quiet || !io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = match total {
+        Some(t) => ProgressBar::new(t).with_style(
+            ProgressStyle::with_template(
+                "{bar:40} {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ),
+        None => ProgressBar::new_spinner(),
+    };
+    bar.set_draw_target(ProgressDrawTarget::stderr());
+    bar
+}
+
+fn name(p: &Path) -> String {
+    if is_stdio(p) {
+        "stdin".into()
+    } else {
+        p.display().to_string()
+    }
+}
+
+fn mb_per_s(bytes: u64, start: Instant) -> f64 {
+    bytes as f64 / 1e6 / start.elapsed().as_secs_f64().max(1e-9)
+}
+
+/// Runs `job` writing to `dest`; commits on success and removes the temporary file otherwise.
+fn write_with<T>(
+    dest: Option<&Path>,
+    force: bool,
+    binary: bool,
+    job: impl FnOnce(&mut Output) -> Result<T>,
+) -> Result<T> {
+    let mut out = Output::open(dest, force, binary)?;
+    match job(&mut out) {
+        Ok(v) => {
+            out.commit()?;
+            Ok(v)
+        }
+        Err(e) => {
+            out.abandon();
+            Err(e)
+        }
+    }
+}
+
+fn encode(a: &EncodeArgs) -> Result<()> {
+    let (input, len) = open_input(&a.input)?;
+    let dest = destination(&a.input, &a.out, |p| {
+        let mut s = p.as_os_str().to_owned();
+        s.push(".sc");
+        Ok(PathBuf::from(s))
+    })?;
+    let opts = EncodeOptions {
+        mode: a.mode,
+        block_size: a.block_size,
+    };
+    let bar = progress_bar(len, a.common.quiet);
+    let start = Instant::now();
+    let report = write_with(dest.as_deref(), a.out.force, true, |out| {
+        sc::encode(input, len, out, &opts, &mut |n| bar.set_position(n))
+            .with_context(|| format!("encoding {}", name(&a.input)))
+    })?;
+    bar.finish_and_clear();
+    if !a.common.quiet {
+        let pct = 100.0 * report.archive_len as f64 / report.original_len.max(1) as f64;
+        let how = match (report.kind, &report.generic_reason) {
+            (Kind::Safetensors, _) => String::new(),
+            (Kind::Generic, Some(r)) => format!(" [not safetensors: {r}; generic path]"),
+            (Kind::Generic, None) => " [generic path]".into(),
+        };
+        eprintln!(
+            "{}: {} -> {} bytes ({pct:.2}%), {}, {:.0} MB/s{how}",
+            name(&a.input),
+            report.original_len,
+            report.archive_len,
+            a.mode.name(),
+            mb_per_s(report.original_len, start)
+        );
+    }
+    Ok(())
+}
+
+fn decode(a: &DecodeArgs) -> Result<()> {
+    let (input, len) = open_input(&a.input)?;
+    let dest = destination(&a.input, &a.out, |p| match p.extension() {
+        Some(e) if e == "sc" => Ok(p.with_extension("")),
+        _ => bail!(
+            "cannot name the output of {} (no .sc suffix): use -o",
+            p.display()
+        ),
+    })?;
+    let opts = DecodeOptions {
+        check_md5: a.md5,
+        archive_len: len,
+    };
+    let bar = progress_bar(len, a.common.quiet);
+    let start = Instant::now();
+    let report = write_with(dest.as_deref(), a.out.force, false, |out| {
+        sc::decode(input, out, &opts, &mut |n| bar.set_position(n))
+            .with_context(|| format!("decoding {}", name(&a.input)))
+    })?;
+    bar.finish_and_clear();
+    if !a.common.quiet {
+        eprintln!(
+            "{}: {} -> {} bytes, {:.0} MB/s{}",
+            name(&a.input),
+            report.archive_len,
+            report.original_len,
+            mb_per_s(report.original_len, start),
+            if a.md5 { ", MD5 OK" } else { "" }
+        );
+    }
+    Ok(())
+}
+
+fn md5_of_file(path: &Path) -> Result<[u8; 16]> {
+    let (mut input, _) = open_input(path)?;
+    let mut d = FileDigest::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = input
+            .read(&mut buf)
+            .with_context(|| format!("reading {}", path.display()))?;
+        if n == 0 {
+            return Ok(d.finish());
+        }
+        d.update(&buf[..n]);
+    }
+}
+
+fn verify(a: &VerifyArgs) -> Result<()> {
+    let (input, len) = open_input(&a.input)?;
+    let opts = DecodeOptions {
+        check_md5: true,
+        archive_len: len,
+    };
+    let bar = progress_bar(len, a.common.quiet);
+    let original = a.original.as_deref();
+    let (report, orig_md5) = rayon::join(
+        || {
+            sc::decode(input, io::sink(), &opts, &mut |n| bar.set_position(n))
+                .with_context(|| format!("verifying {}", name(&a.input)))
+        },
+        || original.map(md5_of_file).transpose(),
+    );
+    bar.finish_and_clear();
+    let report = report?;
+    if let (Some(path), Some(m)) = (original, orig_md5?) {
+        if m != report.stored_md5 {
+            bail!(
+                "{}: MD5 {} does not match {} ({})",
+                name(&a.input),
+                hex(&report.stored_md5),
+                path.display(),
+                hex(&m)
+            );
+        }
+    }
+    if !a.common.quiet {
+        println!(
+            "{}: OK, {} bytes, md5 {}{}",
+            name(&a.input),
+            report.original_len,
+            hex(&report.stored_md5),
+            original.map_or(String::new(), |p| format!(", matches {}", p.display()))
+        );
+    }
+    Ok(())
+}
+
+fn info(a: &InfoArgs) -> Result<()> {
+    let mut f =
+        File::open(&a.input).with_context(|| format!("cannot open {}", a.input.display()))?;
+    let info = sc::inspect(&mut f).with_context(|| format!("reading {}", a.input.display()))?;
+    let h = &info.header;
+    let orig = info.footer.original_len;
+    println!("file:        {}", a.input.display());
+    println!("format:      sc version {}", sc::container::VERSION);
+    println!("mode:        {}", h.mode.name());
+    println!("block size:  {} bytes", h.block_size);
+    println!(
+        "input:       {}, {} bytes, md5 {}",
+        match h.kind {
+            Kind::Safetensors => "safetensors",
+            Kind::Generic => "generic (not safetensors)",
+        },
+        orig,
+        hex(&info.footer.md5)
+    );
+    println!(
+        "archive:     {} bytes ({:.2}% of original), {} blocks",
+        info.archive_len,
+        100.0 * info.archive_len as f64 / orig.max(1) as f64,
+        info.footer.index.len()
+    );
+    for (codec, (planes, raw, coded)) in &info.codecs {
+        println!(
+            "  {codec:<9} {planes} planes, {raw} -> {coded} bytes ({:.2}%)",
+            100.0 * *coded as f64 / (*raw).max(1) as f64
+        );
+    }
+    if let Some(t) = &info.tensors {
+        println!("tensors:     {}", t.tensors.len());
+        for (dtype, bytes) in t.dtype_bytes() {
+            println!("  {dtype:<9} {bytes} bytes");
+        }
+    }
+    if let Some(json) = info.header_json() {
+        println!("header:      {}", json.trim_end());
+    }
+    Ok(())
+}

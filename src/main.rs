@@ -1,0 +1,17 @@
+//! `sc` binary: parses arguments and reports errors; the work is in the library.
+
+mod cli;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args = cli::Cli::parse();
+    match cli::run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("sc: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! Coding of one block: split into planes, code each plane (two planes concurrently), frame.
+
+use crate::container::{checksum, BlockRecord, Codec, Mode, PlaneEntry};
+use crate::entropy::{histogram, huffman, range, single_symbol};
+use crate::error::CodecError;
+use crate::split::{Transform, MAX_PLANES};
+
+/// Reusable per-worker buffers: split planes and their coded forms.
+#[derive(Default)]
+pub struct Scratch {
+    planes: [Vec<u8>; MAX_PLANES],
+    coded: [Vec<u8>; MAX_PLANES],
+}
+
+/// Whether a plane is worth entropy coding in `mode`: FAST leaves the near-random low byte of
+/// 16-bit floats raw, because Huffman gains almost nothing there and would halve decode speed.
+fn entropy_coded(transform: Transform, plane: usize, mode: Mode) -> bool {
+    mode == Mode::Best || !(transform == Transform::Split16 && plane == 1)
+}
+
+/// Codes one plane into `coded` (left empty when the plane is best stored as is).
+fn code_plane(data: &[u8], entropy: bool, mode: Mode, coded: &mut Vec<u8>) -> Codec {
+    coded.clear();
+    let Some(&first) = data.first() else {
+        return Codec::Stored;
+    };
+    let constant = if entropy {
+        let hist = histogram(data);
+        if single_symbol(&hist).is_none() {
+            let codec = match mode {
+                Mode::Fast => {
+                    huffman::encode(data, &hist, coded);
+                    Codec::Huffman
+                }
+                Mode::Best => {
+                    range::encode(data, &hist, coded);
+                    Codec::Range
+                }
+            };
+            if coded.len() < data.len() {
+                return codec;
+            }
+            coded.clear();
+            return Codec::Stored;
+        }
+        true
+    } else {
+        // The scan stops at the first differing byte, so it is free on random data.
+        data.iter().all(|&b| b == first)
+    };
+    if constant && data.len() > 1 {
+        coded.push(first);
+        return Codec::Const;
+    }
+    Codec::Stored
+}
+
+/// Encodes one block into `out`: the record followed by the plane payloads.
+pub fn encode_block(
+    raw: &[u8],
+    transform: Transform,
+    mode: Mode,
+    s: &mut Scratch,
+    out: &mut Vec<u8>,
+) {
+    let codecs: Vec<Codec> = match transform {
+        Transform::Bytes => vec![code_plane(
+            raw,
+            entropy_coded(transform, 0, mode),
+            mode,
+            &mut s.coded[0],
+        )],
+        Transform::Split16 => {
+            transform.split(raw, &mut s.planes);
+            let [p0, p1] = &s.planes;
+            let [c0, c1] = &mut s.coded;
+            let (a, b) = rayon::join(
+                || code_plane(p0, entropy_coded(transform, 0, mode), mode, c0),
+                || code_plane(p1, entropy_coded(transform, 1, mode), mode, c1),
+            );
+            vec![a, b]
+        }
+    };
+    let sources: [&[u8]; MAX_PLANES] = match transform {
+        Transform::Bytes => [raw, &[]],
+        Transform::Split16 => [&s.planes[0], &s.planes[1]],
+    };
+    let payloads: Vec<&[u8]> = codecs
+        .iter()
+        .enumerate()
+        .map(|(k, c)| match c {
+            Codec::Stored => sources[k],
+            _ => &s.coded[k][..],
+        })
+        .collect();
+    let record = BlockRecord {
+        transform,
+        raw_len: raw.len() as u32,
+        checksum: checksum::block(raw),
+        planes: codecs
+            .iter()
+            .zip(&payloads)
+            .map(|(&codec, p)| PlaneEntry {
+                codec,
+                coded_len: p.len() as u32,
+            })
+            .collect(),
+    };
+    out.clear();
+    out.reserve(record.encoded_len() + record.payload_len() as usize);
+    record.write(out);
+    for p in payloads {
+        out.extend_from_slice(p);
+    }
+}
+
+fn decode_plane(entry: &PlaneEntry, payload: &[u8], out: &mut [u8]) -> Result<(), CodecError> {
+    match entry.codec {
+        Codec::Stored => out.copy_from_slice(payload),
+        Codec::Const => out.fill(payload[0]),
+        Codec::Huffman => huffman::decode(payload, out)?,
+        Codec::Range => range::decode(payload, out)?,
+    }
+    Ok(())
+}
+
+/// Decodes a plane into `scratch`, or borrows its payload when stored as is.
+fn plane_view<'a>(
+    entry: &PlaneEntry,
+    payload: &'a [u8],
+    len: usize,
+    scratch: &'a mut Vec<u8>,
+) -> Result<&'a [u8], CodecError> {
+    if entry.codec == Codec::Stored {
+        return Ok(payload);
+    }
+    scratch.clear();
+    scratch.resize(len, 0);
+    decode_plane(entry, payload, scratch)?;
+    Ok(scratch)
+}
+
+/// Decodes a block whose record was validated and whose payload is `payload` into `out`
+/// (`record.raw_len` bytes), then checks the block checksum.
+pub fn decode_block(
+    record: &BlockRecord,
+    payload: &[u8],
+    out: &mut [u8],
+    s: &mut Scratch,
+) -> Result<(), CodecError> {
+    if payload.len() as u64 != record.payload_len() || out.len() != record.raw_len as usize {
+        return Err(CodecError("payload length does not match the record"));
+    }
+    let mut parts: [&[u8]; MAX_PLANES] = Default::default();
+    let mut rest = payload;
+    for (part, p) in parts.iter_mut().zip(&record.planes) {
+        let (head, tail) = rest.split_at(p.coded_len as usize);
+        *part = head;
+        rest = tail;
+    }
+    let plane_len = record.transform.plane_len(out.len());
+    match record.transform {
+        Transform::Bytes => decode_plane(&record.planes[0], parts[0], out)?,
+        Transform::Split16 => {
+            let [s0, s1] = &mut s.planes;
+            let (e0, e1) = (&record.planes[0], &record.planes[1]);
+            let (a, b) = rayon::join(
+                || plane_view(e0, parts[0], plane_len, s0),
+                || plane_view(e1, parts[1], plane_len, s1),
+            );
+            record.transform.merge(&[a?, b?], out)?;
+        }
+    }
+    if checksum::block(out) != record.checksum {
+        return Err(CodecError(
+            "checksum mismatch: decoded bytes differ from the original",
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,162 @@
+//! Decoding: read records in order, decode batches of blocks in parallel, check everything.
+
+use super::batch_blocks;
+use super::block::{decode_block, Scratch};
+use super::digest::DigestWorker;
+use super::pool::Pool;
+use crate::container::{checksum::hex, read_exact_or, BlockRecord, FileHeader, Footer, IndexEntry};
+use crate::error::{Error, Result};
+use rayon::prelude::*;
+use std::io::{self, Read, Write};
+
+/// Settings for [`decode`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DecodeOptions {
+    /// Also compute the MD5 of the output and compare it with the one recorded at encode time.
+    /// Block checksums (XXH3-64) are always checked.
+    pub check_md5: bool,
+    /// Length of the archive when known; bounds every allocation by the real data.
+    pub archive_len: Option<u64>,
+}
+
+/// What [`decode`] found.
+#[derive(Clone, Debug)]
+pub struct DecodeReport {
+    /// The archive's header.
+    pub header: FileHeader,
+    /// Bytes written.
+    pub original_len: u64,
+    /// Bytes read.
+    pub archive_len: u64,
+    /// Blocks decoded.
+    pub blocks: u64,
+    /// MD5 recorded at encode time.
+    pub stored_md5: [u8; 16],
+    /// MD5 of the output, when it was computed.
+    pub md5: Option<[u8; 16]>,
+}
+
+/// A reader that counts the bytes it has delivered.
+struct Counting<R> {
+    inner: R,
+    pos: u64,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+/// Decompresses the archive on `input` into `output`.
+pub fn decode<R: Read, W: Write>(
+    input: R,
+    mut output: W,
+    opts: &DecodeOptions,
+    progress: &mut dyn FnMut(u64),
+) -> Result<DecodeReport> {
+    let mut r = Counting {
+        inner: input,
+        pos: 0,
+    };
+    let header = FileHeader::read(&mut r, opts.archive_len)?;
+    output.write_all(&header.prefix)?;
+    let buffers: Pool<Vec<u8>> = Pool::new(batch_blocks() * 4);
+    let scratch: Pool<Scratch> = Pool::new(batch_blocks());
+    let digest = match opts.check_md5 {
+        true => Some(DigestWorker::spawn(batch_blocks() * 2, buffers.clone())?),
+        false => None,
+    };
+    if let Some(d) = &digest {
+        d.push(header.prefix.clone());
+    }
+    let mut raw_pos = header.prefix.len() as u64;
+    let mut index: Vec<IndexEntry> = Vec::new();
+    let end_offset = loop {
+        let mut batch = Vec::new();
+        let mut end = None;
+        while batch.len() < batch_blocks() {
+            let n = index.len() as u64 + batch.len() as u64;
+            let offset = r.pos;
+            let Some(rec) = BlockRecord::read(&mut r, header.block_size, n)? else {
+                end = Some(offset);
+                break;
+            };
+            let len = rec.payload_len();
+            if opts.archive_len.is_some_and(|a| r.pos + len > a) {
+                return Err(Error::Truncated("block payload"));
+            }
+            let mut payload = buffers.buffer(len as usize);
+            read_exact_or(&mut r, &mut payload, "block payload")?;
+            batch.push((n, offset, rec, payload));
+        }
+        let outs: Vec<Vec<u8>> = batch
+            .par_iter()
+            .map(|(n, _, rec, payload)| {
+                let mut out = buffers.buffer(rec.raw_len as usize);
+                decode_block(rec, payload, &mut out, &mut scratch.guard())
+                    .map_err(|e| e.in_block(*n))?;
+                Ok(out)
+            })
+            .collect::<Result<_>>()?;
+        for (out, (_, offset, rec, payload)) in outs.into_iter().zip(batch.iter()) {
+            output.write_all(&out)?;
+            match &digest {
+                Some(d) => d.push(out),
+                None => buffers.give(out),
+            }
+            index.push(IndexEntry {
+                offset: *offset,
+                raw_offset: raw_pos,
+                raw_len: rec.raw_len,
+                stored_len: (rec.encoded_len() + payload.len()) as u32,
+            });
+            raw_pos += rec.raw_len as u64;
+        }
+        for (_, _, _, payload) in batch {
+            buffers.give(payload);
+        }
+        progress(r.pos);
+        if let Some(e) = end {
+            break e;
+        }
+    };
+    let footer = Footer::read_after_tag(&mut r, index.len() as u64)?;
+    if footer.end_offset != end_offset || footer.index != index {
+        return Err(Error::Corrupt(
+            "block index disagrees with the blocks".into(),
+        ));
+    }
+    if footer.original_len != raw_pos {
+        return Err(Error::Corrupt(format!(
+            "trailer says {} original bytes, blocks hold {raw_pos}",
+            footer.original_len
+        )));
+    }
+    let mut extra = [0u8; 1];
+    if r.read(&mut extra)? != 0 {
+        return Err(Error::Corrupt(
+            "unexpected data after the end of the archive".into(),
+        ));
+    }
+    output.flush()?;
+    let md5 = digest.map(DigestWorker::finish).transpose()?;
+    if let Some(m) = md5 {
+        if m != footer.md5 {
+            return Err(Error::Md5Mismatch {
+                expected: hex(&footer.md5),
+                actual: hex(&m),
+            });
+        }
+    }
+    Ok(DecodeReport {
+        header,
+        original_len: raw_pos,
+        archive_len: r.pos,
+        blocks: index.len() as u64,
+        stored_md5: footer.md5,
+        md5,
+    })
+}

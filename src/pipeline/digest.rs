@@ -1,0 +1,54 @@
+//! The whole-file MD5, computed on its own thread.
+
+use super::pool::Pool;
+use crate::container::checksum::FileDigest;
+use std::sync::mpsc::{sync_channel, SyncSender};
+use std::thread::JoinHandle;
+
+/// Computes the file MD5 on its own thread, in order, while the pipeline codes the next batch.
+///
+/// MD5 is inherently sequential and about as slow as the whole FAST codec, so it must not sit
+/// on the critical path. Hashed buffers go back to `pool`; the bounded queue bounds memory when
+/// the hash falls behind.
+pub struct DigestWorker {
+    tx: Option<SyncSender<Vec<u8>>>,
+    handle: Option<JoinHandle<[u8; 16]>>,
+}
+
+impl DigestWorker {
+    /// Starts the thread; at most `queue` buffers wait for it.
+    pub fn spawn(queue: usize, pool: Pool<Vec<u8>>) -> std::io::Result<DigestWorker> {
+        let (tx, rx) = sync_channel::<Vec<u8>>(queue);
+        let handle = std::thread::Builder::new()
+            .name("sc-md5".into())
+            .spawn(move || {
+                let mut d = FileDigest::new();
+                for buf in rx {
+                    d.update(&buf);
+                    pool.give(buf);
+                }
+                d.finish()
+            })?;
+        Ok(DigestWorker {
+            tx: Some(tx),
+            handle: Some(handle),
+        })
+    }
+
+    /// Queues the next bytes of the file (blocks while the queue is full).
+    pub fn push(&self, buf: Vec<u8>) {
+        if let Some(tx) = &self.tx {
+            // A send only fails if the thread is gone; finish() reports that.
+            let _ = tx.send(buf);
+        }
+    }
+
+    /// Waits for the digest of everything pushed.
+    pub fn finish(mut self) -> std::io::Result<[u8; 16]> {
+        self.tx = None;
+        match self.handle.take().map(JoinHandle::join) {
+            Some(Ok(d)) => Ok(d),
+            _ => Err(std::io::Error::other("MD5 thread failed")),
+        }
+    }
+}

@@ -1,0 +1,190 @@
+//! Encoding: probe the input, keep its header, plan blocks, code batches in parallel.
+
+use super::batch_blocks;
+use super::block::{encode_block, Scratch};
+use super::digest::DigestWorker;
+use super::plan::Planner;
+use super::pool::Pool;
+use crate::container::{
+    check_block_size, read_up_to, FileHeader, Footer, IndexEntry, Kind, Mode, DEFAULT_BLOCK_SIZE,
+};
+use crate::error::{Error, Result};
+use crate::safetensors::{json_len, Header, MAX_HEADER_LEN};
+use crate::split::Transform;
+use rayon::prelude::*;
+use std::io::{Read, Write};
+
+/// Settings for [`encode`].
+#[derive(Clone, Copy, Debug)]
+pub struct EncodeOptions {
+    /// FAST or BEST.
+    pub mode: Mode,
+    /// Largest block in bytes: even, from 4 KiB to 64 MiB.
+    pub block_size: u32,
+}
+
+impl Default for EncodeOptions {
+    fn default() -> Self {
+        EncodeOptions {
+            mode: Mode::Fast,
+            block_size: DEFAULT_BLOCK_SIZE,
+        }
+    }
+}
+
+/// What [`encode`] did.
+#[derive(Clone, Debug)]
+pub struct EncodeReport {
+    /// Bytes read.
+    pub original_len: u64,
+    /// Bytes written.
+    pub archive_len: u64,
+    /// Blocks written.
+    pub blocks: u64,
+    /// How the input was treated.
+    pub kind: Kind,
+    /// Why a file that looked like safetensors took the generic path.
+    pub generic_reason: Option<String>,
+    /// MD5 of the input.
+    pub md5: [u8; 16],
+}
+
+/// Reads the safetensors header if there is a valid one; returns it and the bytes consumed.
+///
+/// `input_len` (known for files) lets the header be checked against the real payload size.
+fn probe(
+    input: &mut impl Read,
+    input_len: Option<u64>,
+) -> Result<(Option<Header>, Vec<u8>, Option<String>)> {
+    let mut first = [0u8; 8];
+    let got = read_up_to(input, &mut first)?;
+    let mut consumed = first[..got].to_vec();
+    if got < 8 {
+        return Ok((
+            None,
+            consumed,
+            Some("shorter than a safetensors header".into()),
+        ));
+    }
+    let n = json_len(&first);
+    let room = input_len.map_or(u64::MAX, |l| l - 8);
+    if n > MAX_HEADER_LEN || n > room || n < 2 {
+        return Ok((
+            None,
+            consumed,
+            Some(format!("header length {n} is implausible")),
+        ));
+    }
+    consumed.resize(8 + n as usize, 0);
+    let got = read_up_to(input, &mut consumed[8..])?;
+    if got < n as usize {
+        consumed.truncate(8 + got);
+        return Ok((None, consumed, Some("input ends inside the header".into())));
+    }
+    match Header::parse(&consumed[8..], input_len.map(|l| l - 8 - n)) {
+        Ok(h) => Ok((Some(h), consumed, None)),
+        Err(reason) => Ok((None, consumed, Some(reason))),
+    }
+}
+
+/// Compresses `input` into an archive on `output`.
+///
+/// `input_len` is the input's length when known (files); `progress` is called with the number
+/// of input bytes consumed so far after each batch.
+pub fn encode<R: Read, W: Write>(
+    mut input: R,
+    input_len: Option<u64>,
+    mut output: W,
+    opts: &EncodeOptions,
+    progress: &mut dyn FnMut(u64),
+) -> Result<EncodeReport> {
+    check_block_size(opts.block_size).map_err(Error::InvalidArgument)?;
+    let (header, consumed, generic_reason) = probe(&mut input, input_len)?;
+    let (kind, prefix, pending) = match &header {
+        Some(_) => (Kind::Safetensors, consumed, Vec::new()),
+        None => (Kind::Generic, Vec::new(), consumed),
+    };
+    let file_header = FileHeader {
+        mode: opts.mode,
+        kind,
+        block_size: opts.block_size,
+        prefix,
+    };
+    file_header.write(&mut output)?;
+    let buffers: Pool<Vec<u8>> = Pool::new(batch_blocks() * 4);
+    let scratch: Pool<Scratch> = Pool::new(batch_blocks());
+    let digest = DigestWorker::spawn(batch_blocks() * 2, buffers.clone())?;
+    digest.push(file_header.prefix.clone());
+    let mut archive_len = file_header.encoded_len();
+    let mut raw_pos = file_header.prefix.len() as u64;
+    let mut source = std::io::Cursor::new(pending).chain(input);
+    let mut planner = Planner::new(header.as_ref(), raw_pos, opts.block_size);
+    let mut index = Vec::new();
+    let mut coded: Vec<Vec<u8>> = Vec::new();
+    let mut batch: Vec<(Transform, Vec<u8>)> = Vec::with_capacity(batch_blocks());
+    let mut done = false;
+    while !done {
+        while batch.len() < batch_blocks() {
+            let Some(spec) = planner.next() else {
+                done = true;
+                break;
+            };
+            let mut buf = buffers.buffer(spec.len as usize);
+            let got = read_up_to(&mut source, &mut buf)?;
+            let mut transform = spec.transform;
+            if got < buf.len() {
+                buf.truncate(got);
+                if got % transform.width() != 0 {
+                    transform = Transform::Bytes;
+                }
+                done = true;
+            }
+            if got > 0 {
+                batch.push((transform, buf));
+            }
+            if done {
+                break;
+            }
+        }
+        coded.resize_with(coded.len().max(batch.len()), Vec::new);
+        coded[..batch.len()]
+            .par_iter_mut()
+            .zip(&batch)
+            .for_each(|(out, (t, raw))| {
+                encode_block(raw, *t, opts.mode, &mut scratch.guard(), out)
+            });
+        for ((_, raw), block) in batch.iter().zip(&coded) {
+            output.write_all(block)?;
+            index.push(IndexEntry {
+                offset: archive_len,
+                raw_offset: raw_pos,
+                raw_len: raw.len() as u32,
+                stored_len: block.len() as u32,
+            });
+            archive_len += block.len() as u64;
+            raw_pos += raw.len() as u64;
+        }
+        // The MD5 of this batch runs while the next one is read and coded.
+        for (_, raw) in batch.drain(..) {
+            digest.push(raw);
+        }
+        progress(raw_pos);
+    }
+    let footer = Footer {
+        end_offset: archive_len,
+        original_len: raw_pos,
+        md5: digest.finish()?,
+        index,
+    };
+    footer.write(&mut output)?;
+    output.flush()?;
+    let blocks = footer.index.len() as u64;
+    Ok(EncodeReport {
+        original_len: raw_pos,
+        archive_len: archive_len + Footer::encoded_len(blocks),
+        blocks,
+        kind,
+        generic_reason,
+        md5: footer.md5,
+    })
+}
