@@ -9,7 +9,7 @@ use std::io;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// Reading or writing failed at the operating-system level.
-    #[error("{0}")]
+    #[error(transparent)]
     Io(#[from] io::Error),
     /// The input does not start with the `.sc` magic bytes.
     #[error("not an sc archive (bad magic bytes)")]

@@ -3,6 +3,7 @@
 mod cli;
 
 use clap::Parser;
+use std::io::Write;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -10,7 +11,8 @@ fn main() -> ExitCode {
     match cli::run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("sc: error: {e:#}");
+            // Nothing more can be done if stderr itself is gone.
+            let _ = writeln!(std::io::stderr(), "sc: error: {e:#}");
             ExitCode::FAILURE
         }
     }

@@ -8,8 +8,9 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use output::Output;
 use sc::container::checksum::{hex, FileDigest};
 use sc::{DecodeOptions, EncodeOptions, Kind, Mode};
+use std::fmt::Write as _;
 use std::fs::File;
-use std::io::{self, BufReader, IsTerminal, Read};
+use std::io::{self, BufReader, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -264,14 +265,14 @@ fn encode(a: &EncodeArgs) -> Result<()> {
             (Kind::Generic, Some(r)) => format!(" [not safetensors: {r}; generic path]"),
             (Kind::Generic, None) => " [generic path]".into(),
         };
-        eprintln!(
+        note(format_args!(
             "{}: {} -> {} bytes ({pct:.2}%), {}, {:.0} MB/s{how}",
             name(&a.input),
             report.original_len,
             report.archive_len,
             a.mode.name(),
             mb_per_s(report.original_len, start)
-        );
+        ));
     }
     Ok(())
 }
@@ -297,14 +298,14 @@ fn decode(a: &DecodeArgs) -> Result<()> {
     })?;
     bar.finish_and_clear();
     if !a.common.quiet {
-        eprintln!(
+        note(format_args!(
             "{}: {} -> {} bytes, {:.0} MB/s{}",
             name(&a.input),
             report.archive_len,
             report.original_len,
             mb_per_s(report.original_len, start),
             if a.md5 { ", MD5 OK" } else { "" }
-        );
+        ));
     }
     Ok(())
 }
@@ -353,13 +354,13 @@ fn verify(a: &VerifyArgs) -> Result<()> {
         }
     }
     if !a.common.quiet {
-        println!(
-            "{}: OK, {} bytes, md5 {}{}",
+        print_stdout(&format!(
+            "{}: OK, {} bytes, md5 {}{}\n",
             name(&a.input),
             report.original_len,
             hex(&report.stored_md5),
             original.map_or(String::new(), |p| format!(", matches {}", p.display()))
-        );
+        ))?;
     }
     Ok(())
 }
@@ -370,39 +371,55 @@ fn info(a: &InfoArgs) -> Result<()> {
     let info = sc::inspect(&mut f).with_context(|| format!("reading {}", a.input.display()))?;
     let h = &info.header;
     let orig = info.footer.original_len;
-    println!("file:        {}", a.input.display());
-    println!("format:      sc version {}", sc::container::VERSION);
-    println!("mode:        {}", h.mode.name());
-    println!("block size:  {} bytes", h.block_size);
-    println!(
-        "input:       {}, {} bytes, md5 {}",
-        match h.kind {
-            Kind::Safetensors => "safetensors",
-            Kind::Generic => "generic (not safetensors)",
-        },
-        orig,
+    let kind = match h.kind {
+        Kind::Safetensors => "safetensors",
+        Kind::Generic => "generic (not safetensors)",
+    };
+    let mut t = String::new();
+    writeln!(t, "file:        {}", a.input.display())?;
+    writeln!(t, "format:      sc version {}", sc::container::VERSION)?;
+    writeln!(t, "mode:        {}", h.mode.name())?;
+    writeln!(t, "block size:  {} bytes", h.block_size)?;
+    writeln!(
+        t,
+        "input:       {kind}, {orig} bytes, md5 {}",
         hex(&info.footer.md5)
-    );
-    println!(
+    )?;
+    writeln!(
+        t,
         "archive:     {} bytes ({:.2}% of original), {} blocks",
         info.archive_len,
         100.0 * info.archive_len as f64 / orig.max(1) as f64,
         info.footer.index.len()
-    );
+    )?;
     for (codec, (planes, raw, coded)) in &info.codecs {
-        println!(
-            "  {codec:<9} {planes} planes, {raw} -> {coded} bytes ({:.2}%)",
-            100.0 * *coded as f64 / (*raw).max(1) as f64
-        );
+        let pct = 100.0 * *coded as f64 / (*raw).max(1) as f64;
+        writeln!(
+            t,
+            "  {codec:<9} {planes} planes, {raw} -> {coded} bytes ({pct:.2}%)"
+        )?;
     }
-    if let Some(t) = &info.tensors {
-        println!("tensors:     {}", t.tensors.len());
-        for (dtype, bytes) in t.dtype_bytes() {
-            println!("  {dtype:<9} {bytes} bytes");
+    if let Some(header) = &info.tensors {
+        writeln!(t, "tensors:     {}", header.tensors.len())?;
+        for (dtype, bytes) in header.dtype_bytes() {
+            writeln!(t, "  {dtype:<9} {bytes} bytes")?;
         }
     }
     if let Some(json) = info.header_json() {
-        println!("header:      {}", json.trim_end());
+        writeln!(t, "header:      {}", json.trim_end())?;
     }
-    Ok(())
+    print_stdout(&t)
+}
+
+/// Writes a command's result to stdout; a closed or full stdout is an error, not a panic.
+fn print_stdout(text: &str) -> Result<()> {
+    let mut out = io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .context("writing to stdout")
+}
+
+/// Prints a summary line on stderr; there is nowhere to report a failure to do so.
+fn note(args: std::fmt::Arguments) {
+    let _ = writeln!(io::stderr(), "{args}");
 }

@@ -18,7 +18,7 @@ pub fn install_interrupt_cleanup() {
                 let _ = std::fs::remove_file(p);
             }
         }
-        eprintln!("sc: interrupted");
+        let _ = writeln!(io::stderr(), "sc: interrupted");
         std::process::exit(130);
     });
 }

@@ -168,6 +168,9 @@ impl FileHeader {
     pub fn read(r: &mut impl Read, archive_len: Option<u64>) -> Result<FileHeader> {
         let mut fixed = [0u8; HEADER_FIXED_LEN];
         let got = read_up_to(r, &mut fixed)?;
+        if got < MAGIC.len() && fixed[..got] == MAGIC[..got] {
+            return Err(Error::Truncated("file header"));
+        }
         if got < MAGIC.len() || fixed[..4] != MAGIC {
             return Err(Error::BadMagic);
         }
@@ -197,15 +200,18 @@ impl FileHeader {
             return Err(corrupt("file header has unknown flags set"));
         }
         let prefix_len = u64_at(&fixed, 16);
-        let max_prefix = archive_len.unwrap_or(u64::MAX).min(MAX_HEADER_LEN + 8);
         let prefix_ok = match kind {
             Kind::Generic => prefix_len == 0,
-            Kind::Safetensors => (8..=max_prefix).contains(&prefix_len),
+            Kind::Safetensors => (8..=MAX_HEADER_LEN + 8).contains(&prefix_len),
         };
         if !prefix_ok {
             return Err(corrupt(format!(
                 "file header: kept-header length {prefix_len} is impossible"
             )));
+        }
+        let after_fixed = (HEADER_FIXED_LEN + 8) as u64;
+        if archive_len.is_some_and(|len| prefix_len.saturating_add(after_fixed) > len) {
+            return Err(Error::Truncated("kept safetensors header"));
         }
         let mut prefix = vec![0u8; prefix_len as usize];
         read_exact_or(r, &mut prefix, "kept safetensors header")?;
@@ -484,8 +490,11 @@ impl Footer {
         let end_offset = u64_at(&t, 0);
         let blocks = u64_at(&t, 8);
         let room = archive_len - TRAILER_LEN as u64;
-        let index_len = blocks.checked_mul(INDEX_ENTRY_LEN as u64);
-        if index_len.and_then(|l| l.checked_add(end_offset + 1)) != Some(room) {
+        let index_end = blocks
+            .checked_mul(INDEX_ENTRY_LEN as u64)
+            .and_then(|l| l.checked_add(end_offset))
+            .and_then(|l| l.checked_add(1));
+        if index_end != Some(room) {
             return Err(corrupt("trailer's block count and index position disagree"));
         }
         r.seek(io::SeekFrom::Start(end_offset))?;

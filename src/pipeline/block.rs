@@ -116,8 +116,9 @@ pub fn encode_block(
 
 fn decode_plane(entry: &PlaneEntry, payload: &[u8], out: &mut [u8]) -> Result<(), CodecError> {
     match entry.codec {
-        Codec::Stored => out.copy_from_slice(payload),
-        Codec::Const => out.fill(payload[0]),
+        Codec::Stored if payload.len() == out.len() => out.copy_from_slice(payload),
+        Codec::Stored => return Err(CodecError("stored plane has the wrong length")),
+        Codec::Const => out.fill(*payload.first().ok_or(CodecError("empty const plane"))?),
         Codec::Huffman => huffman::decode(payload, out)?,
         Codec::Range => range::decode(payload, out)?,
     }

@@ -67,7 +67,7 @@ fn probe(
         ));
     }
     let n = json_len(&first);
-    let room = input_len.map_or(u64::MAX, |l| l - 8);
+    let room = input_len.map_or(u64::MAX, |l| l.saturating_sub(8));
     if n > MAX_HEADER_LEN || n > room || n < 2 {
         return Ok((
             None,
@@ -81,7 +81,7 @@ fn probe(
         consumed.truncate(8 + got);
         return Ok((None, consumed, Some("input ends inside the header".into())));
     }
-    match Header::parse(&consumed[8..], input_len.map(|l| l - 8 - n)) {
+    match Header::parse(&consumed[8..], input_len.map(|l| l.saturating_sub(8 + n))) {
         Ok(h) => Ok((Some(h), consumed, None)),
         Err(reason) => Ok((None, consumed, Some(reason))),
     }

@@ -139,8 +139,9 @@ mod tests {
         assert_eq!(
             got[..5],
             [
-                (100, 12, Split16),
-                (112, 4, Split16),
+                // b does not fit beside a, so it starts a new block rather than straddling two.
+                (100, 8, Split16),
+                (108, 8, Split16),
                 (116, 8, Bytes),
                 (124, 12, Split16),
                 (136, 8, Split16)
