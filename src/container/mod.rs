@@ -75,8 +75,13 @@ pub enum Codec {
     Const = 1,
     /// Canonical Huffman ([`crate::entropy::huffman`]).
     Huffman = 2,
-    /// Range coder ([`crate::entropy::range`]).
+    /// Range coder with a static model ([`crate::entropy::range`]).
     Range = 3,
+    /// Range coder with an adaptive order-0 model ([`crate::entropy::adaptive`]).
+    Adaptive = 4,
+    /// Sign/mantissa plane range-coded with the exponent plane as context
+    /// ([`crate::entropy::adaptive`]); only plane 1 of an `exp16` block.
+    Context = 5,
 }
 
 impl Codec {
@@ -86,6 +91,8 @@ impl Codec {
             1 => Codec::Const,
             2 => Codec::Huffman,
             3 => Codec::Range,
+            4 => Codec::Adaptive,
+            5 => Codec::Context,
             _ => return None,
         })
     }
@@ -97,6 +104,8 @@ impl Codec {
             Codec::Const => "const",
             Codec::Huffman => "huffman",
             Codec::Range => "range",
+            Codec::Adaptive => "adaptive",
+            Codec::Context => "context",
         }
     }
 }
@@ -349,7 +358,12 @@ impl BlockRecord {
                 && match codec {
                     Codec::Stored => coded_len == plane_len,
                     Codec::Const => coded_len == 1,
-                    Codec::Huffman | Codec::Range => coded_len > 0 && coded_len < plane_len,
+                    Codec::Huffman | Codec::Range | Codec::Adaptive => {
+                        coded_len > 0 && coded_len < plane_len
+                    }
+                    Codec::Context => {
+                        k == 1 && transform == Transform::Exp16 && coded_len < plane_len
+                    }
                 };
             if !ok {
                 return Err(bad(format!(

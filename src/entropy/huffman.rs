@@ -3,18 +3,19 @@
 //!
 //! Plane payload layout (all integers little-endian):
 //! ```text
-//! u8        last used symbol L
-//! nibbles   code length of symbols 0..=L, two per byte, low nibble first
+//! u8        T: number of code tables, 1 (shared by all streams) or 4 (one per stream)
+//! T tables  u8 first and u8 last used symbol, then the 4-bit code lengths of symbols
+//!           first..=last, two per byte, low nibble first
 //! u32 x 3   byte length of streams 0, 1 and 2 (stream 3 takes the rest)
 //! streams   4 bit streams; stream k codes the k-th quarter of the plane
 //! ```
 //! Bits are written LSB first, so the decoder peeks with a mask and consumes with a shift; the
-//! four independent streams let the decode loop overlap four dependency chains.
+//! four independent streams let the decode loop overlap four dependency chains. A table per
+//! stream lets the code follow the statistics of each quarter of a block (weights drift across
+//! a tensor) at the price of a few bytes, and the encoder only pays it when it wins.
 
 use crate::entropy::histogram;
 use crate::error::CodecError;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
 /// Longest code length; the decode table has `1 << MAX_BITS` entries.
 pub const MAX_BITS: u32 = 12;
@@ -23,68 +24,64 @@ const TABLE_MASK: u64 = TABLE_LEN as u64 - 1;
 /// Number of interleaved bit streams per plane.
 pub const STREAMS: usize = 4;
 
-/// Optimal code lengths for `hist`, limited to `limit` bits; unused symbols get length 0.
+/// Optimal code lengths for `hist` with no code longer than `limit` bits (package-merge);
+/// unused symbols get length 0. `limit` must allow every used symbol (`2^limit >= count`).
 ///
-/// A plain Huffman tree is built first; if it is too deep, lengths are clamped and the Kraft
-/// excess is paid back by lengthening the rarest codes, then any slack is spent shortening the
-/// most frequent ones. For byte alphabets this is within a fraction of a percent of optimal.
+/// Package-merge builds, for each of `limit` levels, the merge of the sorted leaves with the
+/// pairs ("packages") of the level below; taking the `2n - 2` cheapest items of the top level
+/// and expanding packages downwards, a symbol's code length is the number of levels in which it
+/// is taken. Leaves are always taken as a prefix of the sorted order, so a per-level count
+/// suffices and no item needs to remember its contents.
 pub fn code_lengths(hist: &[u32; 256], limit: u32) -> [u8; 256] {
     let mut lens = [0u8; 256];
-    let used: Vec<usize> = (0..256).filter(|&s| hist[s] > 0).collect();
-    match used.len() {
-        0 => return lens,
-        1 => {
-            lens[used[0]] = 1;
-            return lens;
+    let mut leaves: Vec<(u64, usize)> = (0..256)
+        .filter(|&s| hist[s] > 0)
+        .map(|s| (hist[s] as u64, s))
+        .collect();
+    let n = leaves.len();
+    if n <= 1 {
+        if let Some(&(_, s)) = leaves.first() {
+            lens[s] = 1;
         }
-        _ => {}
+        return lens;
     }
-    // Tree nodes: leaves are 0..256, internal nodes follow; parent links give depths.
-    let mut parent = vec![usize::MAX; 512];
-    let mut heap: BinaryHeap<Reverse<(u64, usize)>> =
-        used.iter().map(|&s| Reverse((hist[s] as u64, s))).collect();
-    let mut next = 256;
-    while heap.len() > 1 {
-        let (Some(Reverse((fa, a))), Some(Reverse((fb, b)))) = (heap.pop(), heap.pop()) else {
-            break;
-        };
-        parent[a] = next;
-        parent[b] = next;
-        heap.push(Reverse((fa + fb, next)));
-        next += 1;
+    leaves.sort_unstable();
+    // levels[j]: weights and leaf flags of the merged list at level j (0 = deepest).
+    let mut levels: Vec<Vec<(u64, bool)>> = Vec::with_capacity(limit as usize);
+    levels.push(leaves.iter().map(|&(w, _)| (w, true)).collect());
+    for j in 1..limit as usize {
+        let below = &levels[j - 1];
+        let packages = below.chunks_exact(2).map(|p| p[0].0 + p[1].0);
+        let mut merged = Vec::with_capacity(n + below.len() / 2);
+        let mut leaf = leaves.iter().map(|&(w, _)| w).peekable();
+        let mut pkg = packages.peekable();
+        loop {
+            match (leaf.peek(), pkg.peek()) {
+                (Some(&l), Some(&p)) if l <= p => {
+                    merged.push((l, true));
+                    leaf.next();
+                }
+                (_, Some(&p)) => {
+                    merged.push((p, false));
+                    pkg.next();
+                }
+                (Some(&l), None) => {
+                    merged.push((l, true));
+                    leaf.next();
+                }
+                (None, None) => break,
+            }
+        }
+        levels.push(merged);
     }
-    let root = next - 1;
-    // Internal nodes are created in order, so a parent always has a larger index: walk down.
-    let mut depth = vec![0u32; 512];
-    for node in (256..root).rev() {
-        depth[node] = depth[parent[node]] + 1;
-    }
-    for &s in &used {
-        depth[s] = depth[parent[s]] + 1;
-    }
-    let mut order = used.clone();
-    order.sort_by_key(|&s| (hist[s], s));
-    let one = |len: u32| 1i64 << (limit - len);
-    let mut kraft: i64 = 0;
-    for &s in &used {
-        let d = depth[s].min(limit);
-        lens[s] = d as u8;
-        kraft += one(d);
-    }
-    let full = 1i64 << limit;
-    // Pay back the excess from clamping, rarest symbols first.
-    for &s in &order {
-        while kraft > full && (lens[s] as u32) < limit {
-            kraft -= one(lens[s] as u32 + 1);
+    let mut take = 2 * n - 2;
+    for level in levels.iter().rev() {
+        let taken = &level[..take.min(level.len())];
+        let leaves_taken = taken.iter().filter(|(_, is_leaf)| *is_leaf).count();
+        for &(_, s) in &leaves[..leaves_taken] {
             lens[s] += 1;
         }
-    }
-    // Spend slack on the most frequent symbols.
-    for &s in order.iter().rev() {
-        while lens[s] > 1 && kraft + one(lens[s] as u32) <= full {
-            kraft += one(lens[s] as u32);
-            lens[s] -= 1;
-        }
+        take = 2 * (taken.len() - leaves_taken);
     }
     lens
 }
@@ -115,26 +112,38 @@ fn canonical_codes(lens: &[u8; 256]) -> [u16; 256] {
 }
 
 fn write_lengths(lens: &[u8; 256], out: &mut Vec<u8>) {
+    let first = (0..256).find(|&s| lens[s] > 0).unwrap_or(0);
     let last = (0..256).rev().find(|&s| lens[s] > 0).unwrap_or(0);
+    out.push(first as u8);
     out.push(last as u8);
-    for pair in lens[..=last].chunks(2) {
+    for pair in lens[first..=last].chunks(2) {
         let hi = pair.get(1).copied().unwrap_or(0);
         out.push(pair[0] | (hi << 4));
     }
 }
 
-/// Parses the code lengths; returns them and the number of bytes read.
+/// Serialised size of a table written by [`write_lengths`].
+fn lengths_size(lens: &[u8; 256]) -> usize {
+    let first = (0..256).find(|&s| lens[s] > 0).unwrap_or(0);
+    let last = (0..256).rev().find(|&s| lens[s] > 0).unwrap_or(0);
+    2 + (last + 1 - first).div_ceil(2)
+}
+
+/// Parses one table of code lengths; returns it and the number of bytes read.
 fn read_lengths(data: &[u8]) -> Result<([u8; 256], usize), CodecError> {
-    let &last = data.first().ok_or(CodecError("huffman table truncated"))?;
-    let count = last as usize + 1;
+    const TRUNC: CodecError = CodecError("huffman table truncated");
+    let (&first, &last) = (data.first().ok_or(TRUNC)?, data.get(1).ok_or(TRUNC)?);
+    let (first, last) = (first as usize, last as usize);
+    if first > last {
+        return Err(CodecError("huffman table symbol range is reversed"));
+    }
+    let count = last + 1 - first;
     let nbytes = count.div_ceil(2);
-    let packed = data
-        .get(1..1 + nbytes)
-        .ok_or(CodecError("huffman table truncated"))?;
+    let packed = data.get(2..2 + nbytes).ok_or(TRUNC)?;
     let mut lens = [0u8; 256];
-    for (s, len) in lens[..count].iter_mut().enumerate() {
-        let b = packed[s / 2];
-        *len = if s % 2 == 0 { b & 15 } else { b >> 4 };
+    for (i, len) in lens[first..=last].iter_mut().enumerate() {
+        let b = packed[i / 2];
+        *len = if i % 2 == 0 { b & 15 } else { b >> 4 };
     }
     let mut kraft = 0u64;
     for &l in &lens {
@@ -148,7 +157,14 @@ fn read_lengths(data: &[u8]) -> Result<([u8; 256], usize), CodecError> {
     if kraft == 0 || kraft > TABLE_LEN as u64 {
         return Err(CodecError("huffman code lengths are not a prefix code"));
     }
-    Ok((lens, 1 + nbytes))
+    Ok((lens, 2 + nbytes))
+}
+
+fn coded_bits(hist: &[u32; 256], lens: &[u8; 256]) -> u64 {
+    hist.iter()
+        .zip(lens)
+        .map(|(&h, &l)| h as u64 * l as u64)
+        .sum()
 }
 
 /// Start of each stream's quarter of a plane of `n` symbols.
@@ -156,33 +172,56 @@ fn quarter(n: usize) -> usize {
     n.div_ceil(STREAMS)
 }
 
-/// Huffman-codes `data` with its histogram `hist`, appending the plane payload to `out`.
+/// Huffman-codes `data` (whose histogram is `hist`), appending the plane payload to `out`.
 pub fn encode(data: &[u8], hist: &[u32; 256], out: &mut Vec<u8>) {
-    let lens = code_lengths(hist, MAX_BITS);
-    let codes = canonical_codes(&lens);
-    // code in the low 16 bits, length above: one load per symbol.
-    let mut table = [0u32; 256];
-    for s in 0..256 {
-        table[s] = codes[s] as u32 | (lens[s] as u32) << 16;
+    let q = quarter(data.len());
+    let ranges: [(usize, usize); STREAMS] =
+        std::array::from_fn(|k| ((k * q).min(data.len()), ((k + 1) * q).min(data.len())));
+    // Quarter histograms: three counted, the last one is what remains of the whole.
+    let mut quarters = [[0u32; 256]; STREAMS];
+    for k in 0..STREAMS - 1 {
+        quarters[k] = histogram(&data[ranges[k].0..ranges[k].1]);
     }
-    let base = out.len();
-    write_lengths(&lens, out);
+    quarters[STREAMS - 1] = *hist;
+    for k in 0..STREAMS - 1 {
+        for s in 0..256 {
+            // `hist` is the histogram of `data`, so this cannot underflow for a correct caller.
+            quarters[STREAMS - 1][s] = quarters[STREAMS - 1][s].saturating_sub(quarters[k][s]);
+        }
+    }
+    let shared = code_lengths(hist, MAX_BITS);
+    let shared_cost = coded_bits(hist, &shared) + 8 * lengths_size(&shared) as u64;
+    let own: [[u8; 256]; STREAMS] = std::array::from_fn(|k| code_lengths(&quarters[k], MAX_BITS));
+    let own_cost: u64 = (0..STREAMS)
+        .map(|k| coded_bits(&quarters[k], &own[k]) + 8 * lengths_size(&own[k]) as u64)
+        .sum();
+    // An empty quarter (tiny planes) has no code of its own to write.
+    let all_used = ranges.iter().all(|(a, b)| a < b);
+    let tables: &[[u8; 256]] = if all_used && own_cost < shared_cost {
+        &own
+    } else {
+        std::slice::from_ref(&shared)
+    };
+    out.push(tables.len() as u8);
+    for lens in tables {
+        write_lengths(lens, out);
+    }
     let sizes_at = out.len();
     out.extend_from_slice(&[0u8; 12]);
-    let q = quarter(data.len());
     let mut sizes = [0usize; STREAMS];
     for (k, size) in sizes.iter_mut().enumerate() {
-        let start = (k * q).min(data.len());
-        let end = ((k + 1) * q).min(data.len());
+        let lens = &tables[k.min(tables.len() - 1)];
+        let codes = canonical_codes(lens);
+        // Code in the low 16 bits, length above: one load per symbol.
+        let table: [u32; 256] = std::array::from_fn(|s| codes[s] as u32 | (lens[s] as u32) << 16);
         let before = out.len();
-        encode_stream(&data[start..end], &table, out);
+        encode_stream(&data[ranges[k].0..ranges[k].1], &table, out);
         *size = out.len() - before;
     }
     for k in 0..3 {
         out[sizes_at + 4 * k..sizes_at + 4 * k + 4]
             .copy_from_slice(&(sizes[k] as u32).to_le_bytes());
     }
-    debug_assert!(out.len() > base);
 }
 
 /// Appends one LSB-first bit stream; whole bytes are flushed with one 8-byte store.
@@ -274,8 +313,21 @@ impl<'a> Stream<'a> {
 
 /// Decodes a plane payload made by [`encode`] into `out` (whose length is the symbol count).
 pub fn decode(payload: &[u8], out: &mut [u8]) -> Result<(), CodecError> {
-    let (lens, used) = read_lengths(payload)?;
-    let table = decode_table(&lens);
+    let count = *payload
+        .first()
+        .ok_or(CodecError("huffman table truncated"))? as usize;
+    if count != 1 && count != STREAMS {
+        return Err(CodecError("huffman table count must be 1 or 4"));
+    }
+    let mut used = 1;
+    let mut tables = Vec::with_capacity(count);
+    for _ in 0..count {
+        let (lens, n) = read_lengths(&payload[used..])?;
+        tables.push(decode_table(&lens));
+        used += n;
+    }
+    let table_for = |k: usize| &*tables[k.min(count - 1)];
+    let (t0, t1, t2, t3) = (table_for(0), table_for(1), table_for(2), table_for(3));
     let sizes_bytes = payload
         .get(used..used + 12)
         .ok_or(CodecError("huffman stream sizes truncated"))?;
@@ -306,10 +358,10 @@ pub fn decode(payload: &[u8], out: &mut [u8]) -> Result<(), CodecError> {
     }
     let groups = outs.iter().map(|o| o.len() / 4).min().unwrap_or(0);
     let [o0, o1, o2, o3] = outs;
-    let (h0, t0) = o0.split_at_mut(groups * 4);
-    let (h1, t1) = o1.split_at_mut(groups * 4);
-    let (h2, t2) = o2.split_at_mut(groups * 4);
-    let (h3, t3) = o3.split_at_mut(groups * 4);
+    let (h0, r0) = o0.split_at_mut(groups * 4);
+    let (h1, r1) = o1.split_at_mut(groups * 4);
+    let (h2, r2) = o2.split_at_mut(groups * 4);
+    let (h3, r3) = o3.split_at_mut(groups * 4);
     let [mut s0, mut s1, mut s2, mut s3]: [Stream; STREAMS] = match streams.try_into() {
         Ok(s) => s,
         Err(_) => return Err(CodecError("huffman stream count")),
@@ -325,16 +377,21 @@ pub fn decode(payload: &[u8], out: &mut [u8]) -> Result<(), CodecError> {
         s2.refill();
         s3.refill();
         for i in 0..4 {
-            a[i] = s0.decode(&table);
-            b[i] = s1.decode(&table);
-            c[i] = s2.decode(&table);
-            d[i] = s3.decode(&table);
+            a[i] = s0.decode(t0);
+            b[i] = s1.decode(t1);
+            c[i] = s2.decode(t2);
+            d[i] = s3.decode(t3);
         }
     }
-    for (s, tail) in [(&mut s0, t0), (&mut s1, t1), (&mut s2, t2), (&mut s3, t3)] {
+    for (s, tail, table) in [
+        (&mut s0, r0, t0),
+        (&mut s1, r1, t1),
+        (&mut s2, r2, t2),
+        (&mut s3, r3, t3),
+    ] {
         for o in tail.iter_mut() {
             s.refill();
-            *o = s.decode(&table);
+            *o = s.decode(table);
         }
         if s.overran() {
             return Err(CodecError("huffman stream overrun"));

@@ -1,6 +1,7 @@
 //! Entropy coders written for sc: a length-limited canonical Huffman coder (FAST) and a 32-bit
 //! range coder with a static per-plane model (BEST), plus the byte histogram both start from.
 
+pub mod adaptive;
 pub mod huffman;
 pub mod range;
 

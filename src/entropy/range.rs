@@ -14,7 +14,7 @@ use crate::error::CodecError;
 
 /// Frequencies sum to `1 << PROB_BITS`.
 pub const PROB_BITS: u32 = 15;
-const PROB_SCALE: u32 = 1 << PROB_BITS;
+pub(crate) const PROB_SCALE: u32 = 1 << PROB_BITS;
 const TOP: u32 = 1 << 24;
 
 /// A normalised frequency table and its cumulative sums.
@@ -143,8 +143,24 @@ impl Model {
     }
 }
 
+/// Probability bits of the adaptive binary models ([`Encoder::encode_bit`]).
+pub(crate) const BIT_PROB_BITS: u32 = 12;
+/// Initial state of an adaptive binary model: probability one half.
+pub(crate) const BIT_HALF: u16 = 1 << (BIT_PROB_BITS - 1);
+/// Adaptation speed of the binary models: each bit moves the estimate by 1/32 of the error.
+const BIT_ADAPT: u32 = 5;
+
+/// The updated probability of a 0 after coding a bit (`mask`: all ones for a 1, else 0). It
+/// stays within `[31, 4065]`, so neither outcome ever gets an empty interval.
+#[inline(always)]
+fn adapt(p: u32, mask: u32) -> u16 {
+    let up = p + (((1 << BIT_PROB_BITS) - p) >> BIT_ADAPT);
+    let down = p - (p >> BIT_ADAPT);
+    ((up & !mask) | (down & mask)) as u16
+}
+
 /// Range encoder writing into a byte vector.
-struct Encoder<'a> {
+pub(crate) struct Encoder<'a> {
     low: u64,
     range: u32,
     cache: u8,
@@ -155,7 +171,7 @@ struct Encoder<'a> {
 }
 
 impl<'a> Encoder<'a> {
-    fn new(out: &'a mut Vec<u8>) -> Self {
+    pub(crate) fn new(out: &'a mut Vec<u8>) -> Self {
         Encoder {
             low: 0,
             range: u32::MAX,
@@ -166,11 +182,30 @@ impl<'a> Encoder<'a> {
         }
     }
 
+    /// Codes a symbol occupying `[cum, cum + freq)` of a total of `1 << PROB_BITS`.
     #[inline(always)]
-    fn encode(&mut self, cum: u32, freq: u32) {
+    pub(crate) fn encode(&mut self, cum: u32, freq: u32) {
         let r = self.range >> PROB_BITS;
         self.low += r as u64 * cum as u64;
         self.range = r * freq;
+        self.normalize();
+    }
+
+    /// Codes one bit with an adaptive model `prob` (probability of a 0), then updates it.
+    /// Branch-free, like [`Decoder::decode_bit`].
+    #[inline(always)]
+    pub(crate) fn encode_bit(&mut self, prob: &mut u16, bit: u32) {
+        let p = *prob as u32;
+        let bound = (self.range >> BIT_PROB_BITS) * p;
+        let mask = bit.wrapping_neg();
+        self.low += (bound & mask) as u64;
+        self.range = (bound & !mask) | (self.range.wrapping_sub(bound) & mask);
+        *prob = adapt(p, mask);
+        self.normalize();
+    }
+
+    #[inline(always)]
+    fn normalize(&mut self) {
         while self.range < TOP {
             self.range <<= 8;
             self.shift_low();
@@ -196,10 +231,109 @@ impl<'a> Encoder<'a> {
         self.low = (self.low & 0x00FF_FFFF) << 8;
     }
 
-    fn finish(mut self) {
+    /// Flushes the final state.
+    pub(crate) fn finish(mut self) {
         for _ in 0..5 {
             self.shift_low();
         }
+    }
+}
+
+/// Range decoder over a byte slice; reads zeros past the end and reports that in [`finish`].
+///
+/// [`finish`]: Decoder::finish
+pub(crate) struct Decoder<'a> {
+    data: &'a [u8],
+    pos: usize,
+    range: u32,
+    code: u32,
+}
+
+impl<'a> Decoder<'a> {
+    pub(crate) fn new(data: &'a [u8]) -> Self {
+        let mut d = Decoder {
+            data,
+            pos: 0,
+            range: u32::MAX,
+            code: 0,
+        };
+        for _ in 0..4 {
+            d.code = (d.code << 8) | d.byte();
+        }
+        d
+    }
+
+    #[inline(always)]
+    fn byte(&mut self) -> u32 {
+        let b = self.data.get(self.pos).copied().unwrap_or(0);
+        self.pos += 1;
+        b as u32
+    }
+
+    /// The slot (`0..1 << PROB_BITS`) the next symbol falls in, and the scale to pass on to
+    /// [`Decoder::consume`].
+    #[inline(always)]
+    pub(crate) fn slot(&self) -> (u32, u32) {
+        let r = self.range >> PROB_BITS;
+        // On valid input code < range, so the slot is below the scale; clamp for corrupt input.
+        (r, (self.code / r.max(1)).min(PROB_SCALE - 1))
+    }
+
+    /// Removes the symbol `[cum, cum + freq)` found through [`Decoder::slot`].
+    #[inline(always)]
+    pub(crate) fn consume(&mut self, r: u32, cum: u32, freq: u32) {
+        self.code = self.code.wrapping_sub(r * cum);
+        self.range = r * freq;
+        self.normalize();
+    }
+
+    /// Decodes one bit with the adaptive model `prob`, updating it as the encoder did.
+    ///
+    /// Branch-free (mask arithmetic): the bits coded this way are close to coin flips, so a
+    /// branch on them would mispredict about every other time.
+    #[inline(always)]
+    pub(crate) fn decode_bit(&mut self, prob: &mut u16) -> u32 {
+        let p = *prob as u32;
+        let bound = (self.range >> BIT_PROB_BITS) * p;
+        let one = self.code >= bound;
+        let mask = (one as u32).wrapping_neg();
+        self.code -= bound & mask;
+        self.range = (bound & !mask) | (self.range.wrapping_sub(bound) & mask);
+        *prob = adapt(p, mask);
+        // A bit keeps at least 31/4096 of the range: one byte always restores 2^24.
+        let shift = (self.range < TOP) as u32;
+        let byte = self.data.get(self.pos).copied().unwrap_or(0) as u32;
+        self.code = (self.code << (8 * shift)) | (byte & shift.wrapping_neg());
+        self.range <<= 8 * shift;
+        self.pos += shift as usize;
+        one as u32
+    }
+
+    /// Shifts in the 0, 1 or 2 bytes that bring the range back to at least 2^24, without a
+    /// data-dependent branch (the shift happens on an unpredictable quarter of the symbols).
+    /// Two bytes always suffice: a symbol keeps at least `(range >> 15) * 1 >= 2^9`.
+    #[inline(always)]
+    fn normalize(&mut self) {
+        let n = (self.range < TOP) as u32 + (self.range < 1 << 16) as u32;
+        let next = match self.data.get(self.pos..self.pos + 2) {
+            Some(b) => (b[0] as u32) << 8 | b[1] as u32,
+            None => {
+                let at = |i: usize| self.data.get(self.pos + i).copied().unwrap_or(0) as u32;
+                at(0) << 8 | at(1)
+            }
+        };
+        let sh = 8 * n;
+        self.code = ((self.code as u64) << sh | (next >> (16 - sh)) as u64) as u32;
+        self.range <<= sh;
+        self.pos += n as usize;
+    }
+
+    /// Checks that exactly the encoder's bytes were read; anything else is corruption.
+    pub(crate) fn finish(self) -> Result<(), CodecError> {
+        if self.pos != self.data.len() {
+            return Err(CodecError("range coded stream length mismatch"));
+        }
+        Ok(())
     }
 }
 
@@ -224,36 +358,14 @@ pub fn encode(data: &[u8], hist: &[u32; 256], out: &mut Vec<u8>) -> bool {
 pub fn decode(payload: &[u8], out: &mut [u8]) -> Result<(), CodecError> {
     let (model, used) = Model::read(payload)?;
     let slots = model.slot_table();
-    let data = &payload[used..];
-    let mut pos = 0usize;
-    let mut byte = || {
-        let b = data.get(pos).copied().unwrap_or(0);
-        pos += 1;
-        b as u32
-    };
-    let mut code = 0u32;
-    for _ in 0..4 {
-        code = (code << 8) | byte();
-    }
-    let mut range = u32::MAX;
+    let mut dec = Decoder::new(&payload[used..]);
     for o in out.iter_mut() {
-        let r = range >> PROB_BITS;
-        // On valid input code < range, so the slot is below the scale; clamp for corrupt input.
-        let slot = (code / r).min(PROB_SCALE - 1);
+        let (r, slot) = dec.slot();
         let s = slots[slot as usize];
         *o = s;
-        code = code.wrapping_sub(r * model.cum[s as usize]);
-        range = r * model.freq[s as usize];
-        while range < TOP {
-            range <<= 8;
-            code = (code << 8) | byte();
-        }
+        dec.consume(r, model.cum[s as usize], model.freq[s as usize]);
     }
-    // The decoder reads exactly the bytes the encoder wrote; anything else is corruption.
-    if pos != data.len() {
-        return Err(CodecError("range coded stream length mismatch"));
-    }
-    Ok(())
+    dec.finish()
 }
 
 #[cfg(test)]

@@ -1,9 +1,9 @@
 //! Coding of one block: split into planes, code each plane (two planes concurrently), frame.
 
 use crate::container::{checksum, BlockRecord, Codec, Mode, PlaneEntry};
-use crate::entropy::{histogram, huffman, range, single_symbol};
+use crate::entropy::{adaptive, histogram, huffman, range, single_symbol};
 use crate::error::CodecError;
-use crate::split::{Transform, MAX_PLANES};
+use crate::split::{self, Transform, MAX_PLANES};
 
 /// Reusable per-worker buffers: split planes and their coded forms.
 #[derive(Default)]
@@ -12,10 +12,11 @@ pub struct Scratch {
     coded: [Vec<u8>; MAX_PLANES],
 }
 
-/// Whether a plane is worth entropy coding in `mode`: FAST leaves the near-random low byte of
-/// 16-bit floats raw, because Huffman gains almost nothing there and would halve decode speed.
+/// Whether a plane is worth entropy coding in `mode`: FAST leaves the near-random mantissa
+/// plane of 16-bit floats raw, because Huffman gains almost nothing there (measured: under
+/// 0.01 bit per byte on real weights) and would halve decode speed.
 fn entropy_coded(transform: Transform, plane: usize, mode: Mode) -> bool {
-    mode == Mode::Best || !(transform == Transform::Split16 && plane == 1)
+    mode == Mode::Best || !(transform.planes() == 2 && plane == 1)
 }
 
 /// Codes one plane into `coded` (left empty when the plane is best stored as is).
@@ -55,7 +56,32 @@ fn code_plane(data: &[u8], entropy: bool, mode: Mode, coded: &mut Vec<u8>) -> Co
     Codec::Stored
 }
 
+/// BEST: the exponent plane of a 16-bit block, with the adaptive order-0 model.
+fn code_exponents(data: &[u8], coded: &mut Vec<u8>) -> Codec {
+    coded.clear();
+    if adaptive::encode(data, coded) && coded.len() < data.len() {
+        return Codec::Adaptive;
+    }
+    // Fewer than two symbols, or no gain: the generic choice (const or stored).
+    code_plane(data, false, Mode::Best, coded)
+}
+
+/// BEST: the sign/mantissa plane of a 16-bit block, given its exponent plane.
+fn code_mantissas(data: &[u8], exponents: &[u8], coded: &mut Vec<u8>) -> Codec {
+    coded.clear();
+    if !data.is_empty() {
+        adaptive::encode_context(data, exponents, coded);
+        if coded.len() < data.len() {
+            return Codec::Context;
+        }
+    }
+    code_plane(data, false, Mode::Best, coded)
+}
+
 /// Encodes one block into `out`: the record followed by the plane payloads.
+///
+/// For 16-bit float blocks (`transform` is a 16-bit split) the split is chosen per block by
+/// measurement, so the transform recorded may differ from the one planned.
 pub fn encode_block(
     raw: &[u8],
     transform: Transform,
@@ -63,27 +89,36 @@ pub fn encode_block(
     s: &mut Scratch,
     out: &mut Vec<u8>,
 ) {
-    let codecs: Vec<Codec> = match transform {
-        Transform::Bytes => vec![code_plane(
+    let transform = match (transform, mode) {
+        // BEST's context model is built for the exponent-aligned split.
+        (Transform::Split16 | Transform::Exp16, Mode::Best) => Transform::Exp16,
+        (Transform::Split16 | Transform::Exp16, Mode::Fast) => split::choose16(raw, false),
+        (t, _) => t,
+    };
+    let codecs: Vec<Codec> = match transform.planes() {
+        1 => vec![code_plane(
             raw,
             entropy_coded(transform, 0, mode),
             mode,
             &mut s.coded[0],
         )],
-        Transform::Split16 => {
+        _ => {
             transform.split(raw, &mut s.planes);
             let [p0, p1] = &s.planes;
             let [c0, c1] = &mut s.coded;
-            let (a, b) = rayon::join(
-                || code_plane(p0, entropy_coded(transform, 0, mode), mode, c0),
-                || code_plane(p1, entropy_coded(transform, 1, mode), mode, c1),
-            );
+            let (a, b) = match mode {
+                Mode::Fast => rayon::join(
+                    || code_plane(p0, entropy_coded(transform, 0, mode), mode, c0),
+                    || code_plane(p1, entropy_coded(transform, 1, mode), mode, c1),
+                ),
+                Mode::Best => rayon::join(|| code_exponents(p0, c0), || code_mantissas(p1, p0, c1)),
+            };
             vec![a, b]
         }
     };
-    let sources: [&[u8]; MAX_PLANES] = match transform {
-        Transform::Bytes => [raw, &[]],
-        Transform::Split16 => [&s.planes[0], &s.planes[1]],
+    let sources: [&[u8]; MAX_PLANES] = match transform.planes() {
+        1 => [raw, &[]],
+        _ => [&s.planes[0], &s.planes[1]],
     };
     let payloads: Vec<&[u8]> = codecs
         .iter()
@@ -121,6 +156,8 @@ fn decode_plane(entry: &PlaneEntry, payload: &[u8], out: &mut [u8]) -> Result<()
         Codec::Const => out.fill(*payload.first().ok_or(CodecError("empty const plane"))?),
         Codec::Huffman => huffman::decode(payload, out)?,
         Codec::Range => range::decode(payload, out)?,
+        Codec::Adaptive => adaptive::decode(payload, out)?,
+        Codec::Context => return Err(CodecError("context plane without its exponent plane")),
     }
     Ok(())
 }
@@ -160,16 +197,32 @@ pub fn decode_block(
         rest = tail;
     }
     let plane_len = record.transform.plane_len(out.len());
-    match record.transform {
-        Transform::Bytes => decode_plane(&record.planes[0], parts[0], out)?,
-        Transform::Split16 => {
+    match record.transform.planes() {
+        1 => decode_plane(&record.planes[0], parts[0], out)?,
+        _ => {
             let [s0, s1] = &mut s.planes;
             let (e0, e1) = (&record.planes[0], &record.planes[1]);
-            let (a, b) = rayon::join(
-                || plane_view(e0, parts[0], plane_len, s0),
-                || plane_view(e1, parts[1], plane_len, s1),
-            );
-            record.transform.merge(&[a?, b?], out)?;
+            if e0.codec == Codec::Adaptive && e1.codec == Codec::Context {
+                s0.clear();
+                s0.resize(plane_len, 0);
+                s1.clear();
+                s1.resize(plane_len, 0);
+                adaptive::decode_pair(parts[0], parts[1], s0, s1)?;
+                record.transform.merge(&[s0, s1], out)?;
+            } else if e1.codec == Codec::Context {
+                // The mantissa plane's model needs the exponents first.
+                let exps = plane_view(e0, parts[0], plane_len, s0)?;
+                s1.clear();
+                s1.resize(plane_len, 0);
+                adaptive::decode_context(parts[1], exps, s1)?;
+                record.transform.merge(&[exps, s1], out)?;
+            } else {
+                let (a, b) = rayon::join(
+                    || plane_view(e0, parts[0], plane_len, s0),
+                    || plane_view(e1, parts[1], plane_len, s1),
+                );
+                record.transform.merge(&[a?, b?], out)?;
+            }
         }
     }
     if checksum::block(out) != record.checksum {

@@ -50,8 +50,88 @@ impl<R: Read> Read for Counting<R> {
     }
 }
 
+/// Reads block records and payloads, a batch at a time, building the index as it goes.
+struct BatchReader {
+    index: Vec<IndexEntry>,
+    raw_pos: u64,
+    /// Archive offset of the end tag, once reached.
+    end_offset: Option<u64>,
+    block_size: u32,
+    archive_len: Option<u64>,
+}
+
+impl BatchReader {
+    fn read<R: Read>(
+        &mut self,
+        r: &mut Counting<R>,
+        buffers: &Pool<Vec<u8>>,
+    ) -> Result<Vec<Block>> {
+        let mut batch = Vec::new();
+        while batch.len() < batch_blocks() {
+            let n = self.index.len() as u64;
+            let offset = r.pos;
+            let Some(rec) = BlockRecord::read(r, self.block_size, n)? else {
+                self.end_offset = Some(offset);
+                break;
+            };
+            let len = rec.payload_len();
+            if self.archive_len.is_some_and(|a| r.pos + len > a) {
+                return Err(Error::Truncated("block payload"));
+            }
+            let mut payload = buffers.buffer(len as usize);
+            read_exact_or(r, &mut payload, "block payload")?;
+            self.index.push(IndexEntry {
+                offset,
+                raw_offset: self.raw_pos,
+                raw_len: rec.raw_len,
+                stored_len: (rec.encoded_len() + payload.len()) as u32,
+            });
+            self.raw_pos += rec.raw_len as u64;
+            batch.push((n, rec, payload));
+        }
+        Ok(batch)
+    }
+}
+
+/// Block number, record and payload of a block read but not yet decoded.
+type Block = (u64, BlockRecord, Vec<u8>);
+
+/// Decodes a batch in parallel.
+fn decode_batch(
+    batch: &[Block],
+    buffers: &Pool<Vec<u8>>,
+    scratch: &Pool<Scratch>,
+) -> Result<Vec<Vec<u8>>> {
+    batch
+        .par_iter()
+        .map(|(n, rec, payload)| {
+            let mut out = buffers.buffer(rec.raw_len as usize);
+            decode_block(rec, payload, &mut out, &mut scratch.guard())
+                .map_err(|e| e.in_block(*n))?;
+            Ok(out)
+        })
+        .collect()
+}
+
+/// Writes decoded blocks in order and hands them to the MD5 thread or back to the pool.
+fn write_batch<W: Write>(
+    output: &mut W,
+    outs: Vec<Vec<u8>>,
+    digest: &Option<DigestWorker>,
+    buffers: &Pool<Vec<u8>>,
+) -> Result<()> {
+    for out in outs {
+        output.write_all(&out)?;
+        match digest {
+            Some(d) => d.push(out),
+            None => buffers.give(out),
+        }
+    }
+    Ok(())
+}
+
 /// Decompresses the archive on `input` into `output`.
-pub fn decode<R: Read, W: Write>(
+pub fn decode<R: Read + Send, W: Write + Send>(
     input: R,
     mut output: W,
     opts: &DecodeOptions,
@@ -72,57 +152,45 @@ pub fn decode<R: Read, W: Write>(
     if let Some(d) = &digest {
         d.push(header.prefix.clone());
     }
-    let mut raw_pos = header.prefix.len() as u64;
-    let mut index: Vec<IndexEntry> = Vec::new();
-    let end_offset = loop {
-        let mut batch = Vec::new();
-        let mut end = None;
-        while batch.len() < batch_blocks() {
-            let n = index.len() as u64 + batch.len() as u64;
-            let offset = r.pos;
-            let Some(rec) = BlockRecord::read(&mut r, header.block_size, n)? else {
-                end = Some(offset);
-                break;
-            };
-            let len = rec.payload_len();
-            if opts.archive_len.is_some_and(|a| r.pos + len > a) {
-                return Err(Error::Truncated("block payload"));
-            }
-            let mut payload = buffers.buffer(len as usize);
-            read_exact_or(&mut r, &mut payload, "block payload")?;
-            batch.push((n, offset, rec, payload));
-        }
-        let outs: Vec<Vec<u8>> = batch
-            .par_iter()
-            .map(|(n, _, rec, payload)| {
-                let mut out = buffers.buffer(rec.raw_len as usize);
-                decode_block(rec, payload, &mut out, &mut scratch.guard())
-                    .map_err(|e| e.in_block(*n))?;
-                Ok(out)
-            })
-            .collect::<Result<_>>()?;
-        for (out, (_, offset, rec, payload)) in outs.into_iter().zip(batch.iter()) {
-            output.write_all(&out)?;
-            match &digest {
-                Some(d) => d.push(out),
-                None => buffers.give(out),
-            }
-            index.push(IndexEntry {
-                offset: *offset,
-                raw_offset: raw_pos,
-                raw_len: rec.raw_len,
-                stored_len: (rec.encoded_len() + payload.len()) as u32,
-            });
-            raw_pos += rec.raw_len as u64;
-        }
-        for (_, _, _, payload) in batch {
+    let mut reader = BatchReader {
+        index: Vec::new(),
+        raw_pos: header.prefix.len() as u64,
+        end_offset: None,
+        block_size: header.block_size,
+        archive_len: opts.archive_len,
+    };
+    // Three stages overlap: batch i is decoded on the pool while batch i-1 is written and
+    // batch i+1 is read.
+    let mut batch = reader.read(&mut r, &buffers)?;
+    let mut decoded: Vec<Vec<u8>> = Vec::new();
+    loop {
+        let last = reader.end_offset.is_some();
+        let (result, (written, next)) = rayon::join(
+            || decode_batch(&batch, &buffers, &scratch),
+            || {
+                let written =
+                    write_batch(&mut output, std::mem::take(&mut decoded), &digest, &buffers);
+                let next = match last {
+                    true => Ok(Vec::new()),
+                    false => reader.read(&mut r, &buffers),
+                };
+                (written, next)
+            },
+        );
+        written?;
+        decoded = result?;
+        for (_, _, payload) in batch {
             buffers.give(payload);
         }
         progress(r.pos);
-        if let Some(e) = end {
-            break e;
+        if last {
+            write_batch(&mut output, decoded, &digest, &buffers)?;
+            break;
         }
-    };
+        batch = next?;
+    }
+    let (index, raw_pos) = (reader.index, reader.raw_pos);
+    let end_offset = reader.end_offset.unwrap_or_default();
     let footer = Footer::read_after_tag(&mut r, index.len() as u64)?;
     if footer.end_offset != end_offset || footer.index != index {
         return Err(Error::Corrupt(

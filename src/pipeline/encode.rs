@@ -87,11 +87,100 @@ fn probe(
     }
 }
 
+/// Reads the input a batch of planned blocks at a time.
+struct InputReader {
+    planner: Planner,
+    /// The input has ended (or the plan is complete).
+    done: bool,
+}
+
+impl InputReader {
+    fn read(
+        &mut self,
+        source: &mut impl Read,
+        buffers: &Pool<Vec<u8>>,
+    ) -> Result<Vec<(Transform, Vec<u8>)>> {
+        let mut batch = Vec::with_capacity(batch_blocks());
+        while !self.done && batch.len() < batch_blocks() {
+            let Some(spec) = self.planner.next() else {
+                self.done = true;
+                break;
+            };
+            let mut buf = buffers.buffer(spec.len as usize);
+            let got = read_up_to(source, &mut buf)?;
+            let mut transform = spec.transform;
+            if got < buf.len() {
+                // A stream ended early (or a file shrank): the block is what is there.
+                buf.truncate(got);
+                if got % transform.width() != 0 {
+                    transform = Transform::Bytes;
+                }
+                self.done = true;
+            }
+            if got > 0 {
+                batch.push((transform, buf));
+            }
+        }
+        Ok(batch)
+    }
+}
+
+/// Codes a batch of blocks in parallel.
+fn encode_batch(
+    batch: &[(Transform, Vec<u8>)],
+    mode: Mode,
+    buffers: &Pool<Vec<u8>>,
+    scratch: &Pool<Scratch>,
+) -> Vec<Vec<u8>> {
+    batch
+        .par_iter()
+        .map(|(t, raw)| {
+            let mut out = buffers.take();
+            encode_block(raw, *t, mode, &mut scratch.guard(), &mut out);
+            out
+        })
+        .collect()
+}
+
+/// Appends coded blocks to the archive in order, keeping the index.
+struct ArchiveWriter {
+    archive_len: u64,
+    raw_pos: u64,
+    index: Vec<IndexEntry>,
+}
+
+impl ArchiveWriter {
+    /// Writes `(original, coded)` blocks; originals go on to the MD5 thread, coded buffers
+    /// back to the pool.
+    fn write<W: Write>(
+        &mut self,
+        output: &mut W,
+        blocks: Vec<(Vec<u8>, Vec<u8>)>,
+        digest: &DigestWorker,
+        buffers: &Pool<Vec<u8>>,
+    ) -> Result<()> {
+        for (raw, block) in blocks {
+            output.write_all(&block)?;
+            self.index.push(IndexEntry {
+                offset: self.archive_len,
+                raw_offset: self.raw_pos,
+                raw_len: raw.len() as u32,
+                stored_len: block.len() as u32,
+            });
+            self.archive_len += block.len() as u64;
+            self.raw_pos += raw.len() as u64;
+            digest.push(raw);
+            buffers.give(block);
+        }
+        Ok(())
+    }
+}
+
 /// Compresses `input` into an archive on `output`.
 ///
 /// `input_len` is the input's length when known (files); `progress` is called with the number
 /// of input bytes consumed so far after each batch.
-pub fn encode<R: Read, W: Write>(
+pub fn encode<R: Read + Send, W: Write + Send>(
     mut input: R,
     input_len: Option<u64>,
     mut output: W,
@@ -115,61 +204,49 @@ pub fn encode<R: Read, W: Write>(
     let scratch: Pool<Scratch> = Pool::new(batch_blocks());
     let digest = DigestWorker::spawn(batch_blocks() * 2, buffers.clone())?;
     digest.push(file_header.prefix.clone());
-    let mut archive_len = file_header.encoded_len();
-    let mut raw_pos = file_header.prefix.len() as u64;
     let mut source = std::io::Cursor::new(pending).chain(input);
-    let mut planner = Planner::new(header.as_ref(), raw_pos, opts.block_size);
-    let mut index = Vec::new();
-    let mut coded: Vec<Vec<u8>> = Vec::new();
-    let mut batch: Vec<(Transform, Vec<u8>)> = Vec::with_capacity(batch_blocks());
-    let mut done = false;
-    while !done {
-        while batch.len() < batch_blocks() {
-            let Some(spec) = planner.next() else {
-                done = true;
-                break;
-            };
-            let mut buf = buffers.buffer(spec.len as usize);
-            let got = read_up_to(&mut source, &mut buf)?;
-            let mut transform = spec.transform;
-            if got < buf.len() {
-                buf.truncate(got);
-                if got % transform.width() != 0 {
-                    transform = Transform::Bytes;
-                }
-                done = true;
-            }
-            if got > 0 {
-                batch.push((transform, buf));
-            }
-            if done {
-                break;
-            }
-        }
-        coded.resize_with(coded.len().max(batch.len()), Vec::new);
-        coded[..batch.len()]
-            .par_iter_mut()
-            .zip(&batch)
-            .for_each(|(out, (t, raw))| {
-                encode_block(raw, *t, opts.mode, &mut scratch.guard(), out)
-            });
-        for ((_, raw), block) in batch.iter().zip(&coded) {
-            output.write_all(block)?;
-            index.push(IndexEntry {
-                offset: archive_len,
-                raw_offset: raw_pos,
-                raw_len: raw.len() as u32,
-                stored_len: block.len() as u32,
-            });
-            archive_len += block.len() as u64;
-            raw_pos += raw.len() as u64;
-        }
-        // The MD5 of this batch runs while the next one is read and coded.
-        for (_, raw) in batch.drain(..) {
-            digest.push(raw);
-        }
-        progress(raw_pos);
+    let mut reader = InputReader {
+        planner: Planner::new(
+            header.as_ref(),
+            file_header.prefix.len() as u64,
+            opts.block_size,
+        ),
+        done: false,
+    };
+    let mut writer = ArchiveWriter {
+        archive_len: file_header.encoded_len(),
+        raw_pos: file_header.prefix.len() as u64,
+        index: Vec::new(),
+    };
+    // Three stages overlap: batch i is coded on the pool while batch i-1 is written (and
+    // handed to the MD5 thread) and batch i+1 is read.
+    let mut batch = reader.read(&mut source, &buffers)?;
+    let mut coded: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    while !batch.is_empty() {
+        let last = reader.done;
+        let (result, (written, next)) = rayon::join(
+            || encode_batch(&batch, opts.mode, &buffers, &scratch),
+            || {
+                let written =
+                    writer.write(&mut output, std::mem::take(&mut coded), &digest, &buffers);
+                let next = match last {
+                    true => Ok(Vec::new()),
+                    false => reader.read(&mut source, &buffers),
+                };
+                (written, next)
+            },
+        );
+        written?;
+        coded = batch.into_iter().map(|(_, raw)| raw).zip(result).collect();
+        progress(writer.raw_pos + coded.iter().map(|(raw, _)| raw.len() as u64).sum::<u64>());
+        batch = next?;
     }
+    writer.write(&mut output, coded, &digest, &buffers)?;
+    let ArchiveWriter {
+        archive_len,
+        raw_pos,
+        index,
+    } = writer;
     let footer = Footer {
         end_offset: archive_len,
         original_len: raw_pos,
