@@ -23,8 +23,8 @@ use crate::error::CodecError;
 
 /// Count added per coded symbol.
 const INC: u32 = 24;
-/// Total count above which all counts are halved.
-const LIMIT: u32 = 1 << 16;
+/// Total count above which all counts are halved (a window of a few thousand symbols).
+const LIMIT: u32 = 1 << 17;
 /// Longest interval, in symbols, between two rebuilds of the coding table.
 const REBUILD_MAX: u32 = 4096;
 
@@ -36,6 +36,10 @@ struct AdaptiveModel {
     freq: [u32; 256],
     cum: [u32; 256],
     slots: Box<[u8; PROB_SCALE as usize]>,
+    /// Symbols until the next event (halving or rebuild); counts are bumped in between.
+    left: u32,
+    /// The value `left` had when last set: symbols coded since the last event, once it is 0.
+    planned: u32,
     until_rebuild: u32,
     interval: u32,
 }
@@ -54,11 +58,43 @@ impl AdaptiveModel {
             freq: [0; 256],
             cum: [0; 256],
             slots: Box::new([0; PROB_SCALE as usize]),
+            left: 0,
+            planned: 0,
             until_rebuild: 16,
             interval: 16,
         };
         m.rebuild();
+        m.plan();
         m
+    }
+
+    /// Sets the countdown to the next event. The total grows by exactly `INC` per symbol, so
+    /// the symbol that first takes it past `LIMIT` is known in advance.
+    fn plan(&mut self) {
+        let until_halving = (LIMIT - self.total) / INC + 1;
+        self.left = self.until_rebuild.min(until_halving);
+        self.planned = self.left;
+    }
+
+    /// Catches up with the symbols coded since the last event, then halves and/or rebuilds.
+    #[cold]
+    fn event(&mut self) {
+        self.total += INC * self.planned;
+        self.until_rebuild -= self.planned;
+        if self.total > LIMIT {
+            self.total = 0;
+            for &u in &self.used {
+                let c = &mut self.counts[u as usize];
+                *c = (*c + 1) / 2;
+                self.total += *c;
+            }
+        }
+        if self.until_rebuild == 0 {
+            self.interval = (self.interval * 2).min(REBUILD_MAX);
+            self.until_rebuild = self.interval;
+            self.rebuild();
+        }
+        self.plan();
     }
 
     /// Normalises the counts to `PROB_SCALE`, every used symbol at least 1, and refills the
@@ -99,23 +135,14 @@ impl AdaptiveModel {
         debug_assert_eq!(c, PROB_SCALE);
     }
 
+    /// Counts symbol `s`: after every symbol the total is past `LIMIT` or not, and the table is
+    /// due or not, exactly as if both were checked each time.
     #[inline(always)]
     fn update(&mut self, s: u8) {
         self.counts[s as usize] += INC;
-        self.total += INC;
-        if self.total > LIMIT {
-            self.total = 0;
-            for &u in &self.used {
-                let c = &mut self.counts[u as usize];
-                *c = (*c + 1) / 2;
-                self.total += *c;
-            }
-        }
-        self.until_rebuild -= 1;
-        if self.until_rebuild == 0 {
-            self.interval = (self.interval * 2).min(REBUILD_MAX);
-            self.until_rebuild = self.interval;
-            self.rebuild();
+        self.left -= 1;
+        if self.left == 0 {
+            self.event();
         }
     }
 }
@@ -130,7 +157,7 @@ impl AdaptiveModel {
     #[inline(always)]
     fn decode(&mut self, dec: &mut Decoder) -> u8 {
         let (r, slot) = dec.slot();
-        let s = self.slots[slot as usize];
+        let s = self.slots[slot as usize & (PROB_SCALE as usize - 1)];
         dec.consume(r, self.cum[s as usize], self.freq[s as usize]);
         self.update(s);
         s
@@ -233,13 +260,13 @@ pub fn decode(payload: &[u8], out: &mut [u8]) -> Result<(), CodecError> {
 
 /// Adaptive binary models of the two top mantissa bits, one tree per exponent byte.
 struct MantissaModel {
-    probs: Vec<[u16; 4]>,
+    probs: Box<[[u16; 4]; 256]>,
 }
 
 impl MantissaModel {
     fn new() -> Self {
         MantissaModel {
-            probs: vec![[BIT_HALF; 4]; 256],
+            probs: Box::new([[BIT_HALF; 4]; 256]),
         }
     }
 
@@ -251,13 +278,13 @@ impl MantissaModel {
         enc.encode_bit(&mut p[2 + b6 as usize], (x >> 5 & 1) as u32);
     }
 
-    /// The byte with its modelled bits decoded and `raw` (sign and bits 4..0) filled in.
+    /// The two modelled bits, in place (bits 6 and 5).
     #[inline(always)]
-    fn decode(&mut self, dec: &mut Decoder, raw: u8, ctx: u8) -> u8 {
+    fn decode(&mut self, dec: &mut Decoder, ctx: u8) -> u8 {
         let p = &mut self.probs[ctx as usize];
         let b6 = dec.decode_bit(&mut p[1]);
-        let b5 = dec.decode_bit(&mut p[2 + b6 as usize]);
-        ((raw & 0x20) << 2) | (b6 as u8) << 6 | (b5 as u8) << 5 | (raw & 0x1F)
+        let b5 = dec.decode_bit(&mut p[(2 + b6 as usize) & 3]);
+        (b6 << 6 | b5 << 5) as u8
     }
 }
 
@@ -267,39 +294,27 @@ fn raw_bits(x: u8) -> u64 {
     (((x >> 2) & 0x20) | (x & 0x1F)) as u64
 }
 
-/// Reader of the 6-bit raw fields, least significant bit first.
-struct RawReader<'a> {
-    data: &'a [u8],
-    pos: usize,
-    acc: u64,
-    nbits: u32,
-}
-
-impl<'a> RawReader<'a> {
-    fn new(data: &'a [u8]) -> Self {
-        RawReader {
-            data,
-            pos: 0,
-            acc: 0,
-            nbits: 0,
-        }
+/// Fills `out` with the raw fields (sign to bit 7, bits 4..0), leaving bits 6 and 5 clear.
+/// `raw` holds `ceil(6 * out.len() / 8)` bytes (checked by the caller); a separate pass keeps
+/// bit unpacking out of the serial decode loop.
+fn unpack_raw(raw: &[u8], out: &mut [u8]) {
+    let expand = |r: u32| (((r & 0x20) << 2) | (r & 0x1F)) as u8;
+    let whole = out.len() / 4;
+    let (head, tail) = out.split_at_mut(whole * 4);
+    for (q, b) in head.chunks_exact_mut(4).zip(raw.chunks_exact(3)) {
+        let w = b[0] as u32 | (b[1] as u32) << 8 | (b[2] as u32) << 16;
+        q[0] = expand(w);
+        q[1] = expand(w >> 6);
+        q[2] = expand(w >> 12);
+        q[3] = expand(w >> 18);
     }
-
-    #[inline(always)]
-    fn next(&mut self) -> u8 {
-        if self.nbits < 6 {
-            // The payload length check guarantees the raw bits are all there.
-            let take = (self.data.len() - self.pos).min(4);
-            let mut w = [0u8; 4];
-            w[..take].copy_from_slice(&self.data[self.pos..self.pos + take]);
-            self.acc |= (u32::from_le_bytes(w) as u64) << self.nbits;
-            self.pos += take;
-            self.nbits += 8 * take as u32;
-        }
-        let r = (self.acc & 0x3F) as u8;
-        self.acc >>= 6;
-        self.nbits = self.nbits.saturating_sub(6);
-        r
+    // The last 1-3 fields start right after the whole groups of 3 bytes.
+    let mut w = 0u32;
+    for (i, &b) in raw.iter().skip(whole * 3).take(3).enumerate() {
+        w |= (b as u32) << (8 * i);
+    }
+    for (i, o) in tail.iter_mut().enumerate() {
+        *o = expand(w >> (6 * i));
     }
 }
 
@@ -324,14 +339,13 @@ pub fn encode_context(plane: &[u8], ctx: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(&acc.to_le_bytes()[..nbits.div_ceil(8) as usize]);
 }
 
-/// Splits a context payload into its two range-coded streams and its raw bits.
-fn context_parts(
-    payload: &[u8],
-    n: usize,
-) -> Result<([Decoder<'_>; 2], RawReader<'_>), CodecError> {
-    let raw_len = (n * 6).div_ceil(8);
+/// Splits a context payload into its two range-coded streams and unpacks its raw bits
+/// into `out`.
+fn context_parts<'a>(payload: &'a [u8], out: &mut [u8]) -> Result<[Decoder<'a>; 2], CodecError> {
+    let raw_len = (out.len() * 6).div_ceil(8);
     let decs = two_streams(payload, raw_len)?;
-    Ok((decs, RawReader::new(&payload[payload.len() - raw_len..])))
+    unpack_raw(&payload[payload.len() - raw_len..], out);
+    Ok(decs)
 }
 
 /// Decodes a payload made by [`encode_context`]; `ctx` is the decoded exponent plane.
@@ -339,10 +353,10 @@ pub fn decode_context(payload: &[u8], ctx: &[u8], out: &mut [u8]) -> Result<(), 
     if ctx.len() != out.len() {
         return Err(CodecError("context plane length differs"));
     }
-    let (mut decs, mut raw) = context_parts(payload, out.len())?;
+    let mut decs = context_parts(payload, out)?;
     let mut model = MantissaModel::new();
     for (i, (o, &c)) in out.iter_mut().zip(ctx).enumerate() {
-        *o = model.decode(&mut decs[i % 2], raw.next(), c);
+        *o |= model.decode(&mut decs[i % 2], c);
     }
     finish_two(decs)
 }
@@ -360,7 +374,7 @@ pub fn decode_pair(
     }
     let (mut model, coded) = AdaptiveModel::read(exp_payload)?;
     let [mut e0, mut e1] = two_streams(coded, 0)?;
-    let ([mut m0, mut m1], mut raw) = context_parts(man_payload, mans.len())?;
+    let [mut m0, mut m1] = context_parts(man_payload, mans)?;
     let mut mant = MantissaModel::new();
     let mut e_pairs = exps.chunks_exact_mut(2);
     let mut m_pairs = mans.chunks_exact_mut(2);
@@ -369,8 +383,8 @@ pub fn decode_pair(
         let c1 = model.decode(&mut e1);
         e[0] = c0;
         e[1] = c1;
-        m[0] = mant.decode(&mut m0, raw.next(), c0);
-        m[1] = mant.decode(&mut m1, raw.next(), c1);
+        m[0] |= mant.decode(&mut m0, c0);
+        m[1] |= mant.decode(&mut m1, c1);
     }
     for (e, m) in e_pairs
         .into_remainder()
@@ -378,7 +392,7 @@ pub fn decode_pair(
         .zip(m_pairs.into_remainder())
     {
         *e = model.decode(&mut e0);
-        *m = mant.decode(&mut m0, raw.next(), *e);
+        *m |= mant.decode(&mut m0, *e);
     }
     finish_two([e0, e1])?;
     finish_two([m0, m1])
@@ -387,6 +401,28 @@ pub fn decode_pair(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn context_survives_saturated_bit_models() {
+        // Long runs of one value drive the bit models to their limits, then flip: the range
+        // must stay consistent between encoder and decoder at the extremes.
+        let n = 200_000;
+        for (a, b) in [(0x00u8, 0x60u8), (0x60, 0x00), (0x9F, 0x80)] {
+            let sm: Vec<u8> = (0..n).map(|i| if i < n / 2 { a } else { b }).collect();
+            let exp = vec![127u8; n];
+            let mut c = Vec::new();
+            encode_context(&sm, &exp, &mut c);
+            let mut back = vec![0u8; n];
+            decode_context(&c, &exp, &mut back).unwrap();
+            assert_eq!(back, sm);
+            let mut e = Vec::new();
+            assert!(encode(&sm, &mut e));
+            let (mut back_e, mut back_m) = (vec![0u8; n], vec![0u8; n]);
+            decode(&e, &mut back_e).unwrap();
+            assert_eq!(back_e, sm);
+            decode_pair(&e, &c, &mut back_e, &mut back_m).unwrap_err();
+        }
+    }
 
     #[test]
     fn adaptive_and_context_roundtrip() {

@@ -1,7 +1,7 @@
 //! Coding of one block: split into planes, code each plane (two planes concurrently), frame.
 
 use crate::container::{checksum, BlockRecord, Codec, Mode, PlaneEntry};
-use crate::entropy::{adaptive, histogram, huffman, range, single_symbol};
+use crate::entropy::{adaptive, entropy_bits, histogram, huffman, range, single_symbol};
 use crate::error::CodecError;
 use crate::split::{self, Transform, MAX_PLANES};
 
@@ -67,15 +67,22 @@ fn code_exponents(data: &[u8], coded: &mut Vec<u8>) -> Codec {
 }
 
 /// BEST: the sign/mantissa plane of a 16-bit block, given its exponent plane.
+///
+/// The context model stores 6 of the 8 bits raw, which suits trained weights; a plane whose
+/// order-0 entropy is clearly lower (constant, or low-precision data with zeroed mantissa
+/// bits) goes to the generic coders instead.
 fn code_mantissas(data: &[u8], exponents: &[u8], coded: &mut Vec<u8>) -> Codec {
     coded.clear();
-    if !data.is_empty() {
-        adaptive::encode_context(data, exponents, coded);
-        if coded.len() < data.len() {
-            return Codec::Context;
-        }
+    let hist = histogram(data);
+    if data.len() < 2 || single_symbol(&hist).is_some() {
+        return code_plane(data, true, Mode::Best, coded);
     }
-    code_plane(data, false, Mode::Best, coded)
+    adaptive::encode_context(data, exponents, coded);
+    let order0 = entropy_bits(&hist) * data.len() as f64 / 8.0 + 600.0;
+    if coded.len() < data.len() && (coded.len() as f64) < order0 * 1.01 {
+        return Codec::Context;
+    }
+    code_plane(data, true, Mode::Best, coded)
 }
 
 /// Encodes one block into `out`: the record followed by the plane payloads.
