@@ -85,7 +85,7 @@ impl AdaptiveModel {
             self.total = 0;
             for &u in &self.used {
                 let c = &mut self.counts[u as usize];
-                *c = (*c + 1) / 2;
+                *c = c.div_ceil(2);
                 self.total += *c;
             }
         }

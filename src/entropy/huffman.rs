@@ -182,11 +182,12 @@ pub fn encode(data: &[u8], hist: &[u32; 256], out: &mut Vec<u8>) {
     for k in 0..STREAMS - 1 {
         quarters[k] = histogram(&data[ranges[k].0..ranges[k].1]);
     }
-    quarters[STREAMS - 1] = *hist;
-    for k in 0..STREAMS - 1 {
-        for s in 0..256 {
+    let (counted, last) = quarters.split_at_mut(STREAMS - 1);
+    last[0] = *hist;
+    for q in counted.iter() {
+        for (rest, &c) in last[0].iter_mut().zip(q) {
             // `hist` is the histogram of `data`, so this cannot underflow for a correct caller.
-            quarters[STREAMS - 1][s] = quarters[STREAMS - 1][s].saturating_sub(quarters[k][s]);
+            *rest = rest.saturating_sub(c);
         }
     }
     let shared = code_lengths(hist, MAX_BITS);
