@@ -23,6 +23,7 @@ pub mod archive;
 pub mod container;
 pub mod entropy;
 pub mod error;
+pub mod experiments;
 pub mod pipeline;
 pub mod safetensors;
 pub mod split;

@@ -32,6 +32,9 @@ enum Command {
     Verify(VerifyArgs),
     /// Show an archive's mode, sizes, codecs, dtypes and the kept safetensors header
     Info(InfoArgs),
+    /// Experiment: bits per value of each model variant on a safetensors file's BF16/F16
+    /// tensors, next to the order-0 entropies
+    Models(ModelsArgs),
 }
 
 #[derive(Args, Debug)]
@@ -103,6 +106,17 @@ struct InfoArgs {
     input: PathBuf,
 }
 
+#[derive(Args, Debug)]
+struct ModelsArgs {
+    /// safetensors file to measure
+    input: PathBuf,
+    /// Block size the coders see (as in encode)
+    #[arg(short, long, default_value = "1M", value_parser = parse_size)]
+    block_size: u32,
+    #[command(flatten)]
+    common: Common,
+}
+
 /// Parses `4096`, `12K`, `1M`, `1MiB`, `64m`.
 fn parse_size(s: &str) -> std::result::Result<u32, String> {
     let t = s.trim();
@@ -130,6 +144,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Decode(a) => with_threads(a.common.threads, || decode(&a)),
         Command::Verify(a) => with_threads(a.common.threads, || verify(&a)),
         Command::Info(a) => info(&a),
+        Command::Models(a) => with_threads(a.common.threads, || models(&a)),
     }
 }
 
@@ -407,6 +422,42 @@ fn info(a: &InfoArgs) -> Result<()> {
     }
     if let Some(json) = info.header_json() {
         writeln!(t, "header:      {}", json.trim_end())?;
+    }
+    print_stdout(&t)
+}
+
+fn models(a: &ModelsArgs) -> Result<()> {
+    let mut f =
+        File::open(&a.input).with_context(|| format!("cannot open {}", a.input.display()))?;
+    let file_len = f.metadata()?.len();
+    let rep = sc::experiments::compare_models(&mut f, a.block_size)
+        .with_context(|| format!("measuring {}", a.input.display()))?;
+    let data = rep.values as f64 * 2.0;
+    let other = file_len as f64 - data;
+    let mut t = String::new();
+    writeln!(
+        t,
+        "{}: {} BF16/F16 values ({:.1}% of the file) in {} blocks of up to {} bytes\n",
+        a.input.display(),
+        rep.values,
+        100.0 * data / file_len.max(1) as f64,
+        rep.blocks,
+        a.block_size
+    )?;
+    writeln!(
+        t,
+        "| model variant | bits/value | % of 16-bit data | file % if the rest is stored |"
+    )?;
+    writeln!(t, "|---|---:|---:|---:|")?;
+    for row in &rep.rows {
+        writeln!(
+            t,
+            "| {} | {:.4} | {:.3} | {:.3} |",
+            row.name,
+            rep.bits_per_value(row),
+            100.0 * row.bytes / data,
+            100.0 * (row.bytes + other) / file_len.max(1) as f64
+        )?;
     }
     print_stdout(&t)
 }
