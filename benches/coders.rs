@@ -2,12 +2,14 @@
 //!
 //! Reads `../shared/data/all-MiniLM-L6-v2.BF16.safetensors` when present (and says so when it
 //! is not, falling back to the committed `testdata/sample.safetensors` excerpt). The planes are
-//! the BF16 high and low bytes of the first 1 MiB block of tensor data, as the pipeline sees them.
+//! the exponent and sign/mantissa planes (exp16 split) of the first 1 MiB of the largest BF16
+//! tensor, as the pipeline sees them: FAST codes the exponent with Huffman, BEST codes it with
+//! the adaptive model and the sign/mantissa plane with the exponent-context model.
 //!
 //! Run: `cargo bench --bench coders`
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use sc::entropy::{histogram, huffman, range};
+use sc::entropy::{adaptive, histogram, huffman, range};
 use sc::safetensors::{json_len, Header};
 use sc::split::Transform;
 use std::path::Path;
@@ -39,52 +41,72 @@ fn planes() -> (Vec<u8>, Vec<u8>) {
     let start = 8 + n + t.begin as usize;
     let len = ((t.end - t.begin) as usize).min(1 << 20);
     let mut planes = vec![Vec::new(), Vec::new()];
-    Transform::Split16.split(&file[start..start + len], &mut planes);
-    let lo = planes.pop().unwrap_or_default();
-    let hi = planes.pop().unwrap_or_default();
-    (hi, lo)
+    Transform::Exp16.split(&file[start..start + len], &mut planes);
+    let man = planes.pop().unwrap_or_default();
+    let exp = planes.pop().unwrap_or_default();
+    (exp, man)
 }
 
 fn bench(c: &mut Criterion) {
-    let (hi, lo) = planes();
-    let mut g = c.benchmark_group("huffman-high-plane");
-    g.throughput(Throughput::Bytes(hi.len() as u64));
-    let hist = histogram(&hi);
+    let (exp, man) = planes();
+    let n = exp.len() as u64;
+    let bits = |len: usize| 8.0 * len as f64 / n as f64;
+
+    let mut g = c.benchmark_group("huffman-exponent");
+    g.throughput(Throughput::Bytes(n));
     let mut coded = Vec::new();
-    huffman::encode(&hi, &hist, &mut coded);
-    eprintln!(
-        "high plane: {} -> {} bytes huffman ({:.3} bits/symbol)",
-        hi.len(),
-        coded.len(),
-        8.0 * coded.len() as f64 / hi.len() as f64
-    );
+    huffman::encode(&exp, &histogram(&exp), &mut coded);
+    eprintln!("huffman exponent: {:.3} bits/value", bits(coded.len()));
     g.bench_function("encode", |b| {
-        let mut out = Vec::with_capacity(hi.len());
+        let mut out = Vec::with_capacity(exp.len());
         b.iter(|| {
             out.clear();
-            huffman::encode(&hi, &histogram(&hi), &mut out);
+            huffman::encode(&exp, &histogram(&exp), &mut out);
         })
     });
-    let mut out = vec![0u8; hi.len()];
+    let mut out = vec![0u8; exp.len()];
     g.bench_function("decode", |b| b.iter(|| huffman::decode(&coded, &mut out)));
     g.finish();
 
-    for (name, plane) in [("range-high-plane", &hi), ("range-low-plane", &lo)] {
-        let mut g = c.benchmark_group(name);
-        g.throughput(Throughput::Bytes(plane.len() as u64));
-        let mut coded = Vec::new();
-        range::encode(plane, &histogram(plane), &mut coded);
-        g.bench_function("encode", |b| {
-            let mut out = Vec::with_capacity(plane.len());
-            b.iter(|| {
-                out.clear();
-                range::encode(plane, &histogram(plane), &mut out)
-            })
-        });
-        let mut out = vec![0u8; plane.len()];
-        g.bench_function("decode", |b| b.iter(|| range::decode(&coded, &mut out)));
-        g.finish();
-    }
+    let mut g = c.benchmark_group("best-exponent-and-mantissa");
+    g.throughput(Throughput::Bytes(2 * n));
+    let (mut e, mut m) = (Vec::new(), Vec::new());
+    adaptive::encode(&exp, &mut e);
+    adaptive::encode_context(&man, &exp, &mut m);
+    eprintln!(
+        "adaptive exponent {:.3} + context sign/mantissa {:.3} bits/value",
+        bits(e.len()),
+        bits(m.len())
+    );
+    g.bench_function("encode", |b| {
+        let (mut oe, mut om) = (Vec::new(), Vec::new());
+        b.iter(|| {
+            oe.clear();
+            om.clear();
+            adaptive::encode(&exp, &mut oe);
+            adaptive::encode_context(&man, &exp, &mut om);
+        })
+    });
+    let (mut de, mut dm) = (vec![0u8; exp.len()], vec![0u8; man.len()]);
+    g.bench_function("decode", |b| {
+        b.iter(|| adaptive::decode_pair(&e, &m, &mut de, &mut dm))
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("range-static-exponent");
+    g.throughput(Throughput::Bytes(n));
+    let mut coded = Vec::new();
+    range::encode(&exp, &histogram(&exp), &mut coded);
+    g.bench_function("encode", |b| {
+        let mut out = Vec::with_capacity(exp.len());
+        b.iter(|| {
+            out.clear();
+            range::encode(&exp, &histogram(&exp), &mut out)
+        })
+    });
+    let mut out = vec![0u8; exp.len()];
+    g.bench_function("decode", |b| b.iter(|| range::decode(&coded, &mut out)));
+    g.finish();
 }
 
 criterion_group!(benches, bench);

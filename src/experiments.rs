@@ -2,7 +2,7 @@
 //! file, next to the order-0 entropies they are bounded by (`sc models`).
 
 use crate::container::read_exact_or;
-use crate::entropy::{adaptive, histogram, huffman, range};
+use crate::entropy::{adaptive, entropy_bits, histogram, huffman, range};
 use crate::error::{Error, Result};
 use crate::safetensors::{json_len, Dtype, Header, MAX_HEADER_LEN};
 use crate::split::Transform;
@@ -142,7 +142,7 @@ pub fn compare_models<R: Read + Seek>(r: &mut R, block_size: u32) -> Result<Mode
             values += len / 2;
             blocks += 1;
         }
-        per_tensor_bits += entropy_of(&tensor_joint) * tensor_joint.iter().sum::<u64>() as f64;
+        per_tensor_bits += entropy_bits(&tensor_joint) * tensor_joint.iter().sum::<u64>() as f64;
         for (j, t) in joint.iter_mut().zip(&tensor_joint) {
             *j += t;
         }
@@ -152,7 +152,7 @@ pub fn compare_models<R: Read + Seek>(r: &mut R, block_size: u32) -> Result<Mode
             "the file has no BF16 or F16 tensors to model".into(),
         ));
     }
-    let e = |k: usize| entropy_of(&global[k]) * values as f64 / 8.0;
+    let e = |k: usize| entropy_bits(&global[k]) * values as f64 / 8.0;
     let mut rows = vec![
         ModelRow {
             name: "order-0 entropy: high byte + low byte",
@@ -164,7 +164,7 @@ pub fn compare_models<R: Read + Seek>(r: &mut R, block_size: u32) -> Result<Mode
         },
         ModelRow {
             name: "order-0 entropy: whole 16-bit value",
-            bytes: entropy_of(&joint) * values as f64 / 8.0,
+            bytes: entropy_bits(&joint) * values as f64 / 8.0,
         },
         ModelRow {
             name: "order-0 entropy: 16-bit value, per tensor",
@@ -180,21 +180,6 @@ pub fn compare_models<R: Read + Seek>(r: &mut R, block_size: u32) -> Result<Mode
         blocks,
         rows,
     })
-}
-
-/// Order-0 entropy of a histogram of any size, in bits per symbol.
-fn entropy_of(hist: &[u64]) -> f64 {
-    let total: f64 = hist.iter().map(|&c| c as f64).sum();
-    if total == 0.0 {
-        return 0.0;
-    }
-    hist.iter()
-        .filter(|&&c| c > 0)
-        .map(|&c| {
-            let p = c as f64 / total;
-            -p * p.log2()
-        })
-        .sum()
 }
 
 #[cfg(test)]

@@ -1,9 +1,9 @@
 //! Property tests of the entropy coders: round trips on data drawn from many distributions,
 //! Huffman code-length invariants and quality, coded sizes against the order-0 entropy bound,
-//! and decoders fed arbitrary bytes.
+//! and decoders fed arbitrary bytes; the same for the adaptive and context coders of BEST.
 
 use proptest::prelude::*;
-use sc::entropy::{entropy_bits, histogram, huffman, range};
+use sc::entropy::{adaptive, entropy_bits, histogram, huffman, range};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -823,5 +823,742 @@ proptest! {
         if flips.is_empty() && cut.is_none() && extra.is_empty() && out_delta == 0 {
             prop_assert!(res.is_ok());
         }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// BEST plane coders: adaptive order-0 (exponents) and exponent-context (sign/mantissa)
+// ---------------------------------------------------------------------------------------------
+
+/// Exponent planes: the shapes the adaptive model has to follow.
+#[derive(Clone, Debug)]
+enum Exps {
+    /// Any of the round-trip distributions above.
+    Plain(Dist),
+    /// Exactly `k` distinct symbols (2..=256) with random weights (all present when n >= k).
+    Distinct(usize),
+    /// One symbol 99.99% of the time, at least one other symbol.
+    Skewed,
+    /// The first half drawn from one distribution, the second from another.
+    Drift(Dist, Dist),
+    /// Constant runs of up to `max_run` symbols over `k` symbols: the counts saturate (the
+    /// others halve down to count 1, frequency 1), then the symbol flips.
+    Runs { k: usize, max_run: usize },
+}
+
+fn exps_strategy() -> impl Strategy<Value = Exps> {
+    prop_oneof![
+        2 => dist_strategy().prop_map(Exps::Plain),
+        2 => (2usize..=256).prop_map(Exps::Distinct),
+        1 => Just(Exps::Skewed),
+        2 => (dist_strategy(), dist_strategy()).prop_map(|(a, b)| Exps::Drift(a, b)),
+        2 => (2usize..=4, prop_oneof![1usize..=64, 1usize..=100_000])
+            .prop_map(|(k, max_run)| Exps::Runs { k, max_run }),
+    ]
+}
+
+fn generate_exps(shape: &Exps, n: usize, seed: u64) -> Vec<u8> {
+    let mut rng = Rng(seed ^ 0x5EED_E4B5);
+    let perm = permutation(&mut rng);
+    match shape {
+        Exps::Plain(dist) => generate(dist, n, seed),
+        Exps::Distinct(k) => {
+            let mut w = [0u64; 256];
+            for &s in &perm[..*k] {
+                w[s as usize] = 1 + rng.below(1000);
+            }
+            let mut data = sample(&w, n, &mut rng);
+            if n >= *k {
+                for (i, &s) in perm[..*k].iter().enumerate() {
+                    data[i * n / k] = s;
+                }
+            }
+            data
+        }
+        Exps::Skewed => {
+            let mut data = vec![perm[0]; n];
+            if n >= 2 {
+                for _ in 0..(n / 10_000).max(1) {
+                    let at = rng.below(n as u64) as usize;
+                    data[at] = perm[1 + rng.below(8) as usize];
+                }
+            }
+            data
+        }
+        Exps::Drift(a, b) => {
+            let mut data = generate(a, n / 2, seed);
+            data.extend(generate(b, n - n / 2, seed.wrapping_add(1)));
+            data
+        }
+        Exps::Runs { k, max_run } => {
+            let mut data = Vec::with_capacity(n);
+            while data.len() < n {
+                let run = 1 + rng.below(*max_run as u64) as usize;
+                let s = perm[rng.below(*k as u64) as usize];
+                data.extend(std::iter::repeat(s).take(run.min(n - data.len())));
+            }
+            data
+        }
+    }
+}
+
+/// Sign/mantissa planes.
+#[derive(Clone, Debug)]
+enum Mans {
+    Random,
+    /// Random bytes `& and | or`: e.g. bits 6-5 always 0 (`and` 0x9F) or always 1 (`or` 0x60).
+    Masked {
+        and: u8,
+        or: u8,
+    },
+    Plain(Dist),
+    /// Constant runs of up to `max_run` values with bits 6-5 drawn from a few patterns: the bit
+    /// models saturate at their limits, then flip.
+    Runs {
+        max_run: usize,
+    },
+    /// Bits 6-5 a function of the exponent (the context predicts them perfectly), the rest random.
+    FromExp,
+}
+
+fn mans_strategy() -> impl Strategy<Value = Mans> {
+    prop_oneof![
+        2 => Just(Mans::Random),
+        1 => Just(Mans::Masked { and: 0x9F, or: 0 }),
+        1 => Just(Mans::Masked { and: 0xFF, or: 0x60 }),
+        1 => (any::<u8>(), any::<u8>()).prop_map(|(and, or)| Mans::Masked { and, or }),
+        1 => dist_strategy().prop_map(Mans::Plain),
+        2 => prop_oneof![1usize..=64, 1usize..=100_000].prop_map(|max_run| Mans::Runs { max_run }),
+        1 => Just(Mans::FromExp),
+    ]
+}
+
+fn generate_mans(shape: &Mans, exps: &[u8], seed: u64) -> Vec<u8> {
+    let n = exps.len();
+    let mut rng = Rng(seed ^ 0x3A47_11A5);
+    match shape {
+        Mans::Random => rng.bytes(n),
+        Mans::Masked { and, or } => rng.bytes(n).iter().map(|&x| x & and | or).collect(),
+        Mans::Plain(dist) => generate(dist, n, seed.wrapping_add(7)),
+        Mans::Runs { max_run } => {
+            const VALUES: [u8; 8] = [0x00, 0x60, 0x9F, 0x80, 0x20, 0x40, 0xFF, 0x1F];
+            let mut data = Vec::with_capacity(n);
+            while data.len() < n {
+                let run = 1 + rng.below(*max_run as u64) as usize;
+                let x = VALUES[rng.below(8) as usize];
+                data.extend(std::iter::repeat(x).take(run.min(n - data.len())));
+            }
+            data
+        }
+        Mans::FromExp => exps
+            .iter()
+            .map(|&e| (rng.next() as u8 & 0x9F) | (e.wrapping_mul(0x35) & 0x60))
+            .collect(),
+    }
+}
+
+/// Round trip of [`adaptive::encode`]/[`adaptive::decode`]; the payload, or `None` when the
+/// plane has fewer than two symbols (and the encoder must refuse it).
+fn adaptive_roundtrip(exps: &[u8]) -> Option<Vec<u8>> {
+    // Encoding appends: a prefix already in the buffer must be left alone.
+    let mut out = vec![0xC3u8; 7];
+    let coded = adaptive::encode(exps, &mut out);
+    if distinct(&histogram(exps)) < 2 {
+        assert!(!coded, "adaptive coder accepted a plane with <2 symbols");
+        assert_eq!(out, [0xC3; 7], "adaptive coder appended to a refused plane");
+        return None;
+    }
+    assert!(coded, "adaptive coder refused a plane with >=2 symbols");
+    assert_eq!(out[..7], [0xC3; 7]);
+    let payload = out.split_off(7);
+    let mut back = vec![0x5Au8; exps.len()];
+    adaptive::decode(&payload, &mut back).expect("adaptive decode");
+    assert!(
+        back == exps,
+        "adaptive round trip differs (n={})",
+        exps.len()
+    );
+    Some(payload)
+}
+
+/// Round trip of [`adaptive::encode_context`]/[`adaptive::decode_context`]; the payload.
+fn context_roundtrip(mans: &[u8], exps: &[u8]) -> Vec<u8> {
+    let n = mans.len();
+    let mut out = vec![0x3Cu8; 5];
+    adaptive::encode_context(mans, exps, &mut out);
+    assert_eq!(out[..5], [0x3C; 5]);
+    let payload = out.split_off(5);
+    // Two streams, then exactly ceil(6n/8) raw bytes.
+    let first = u32::from_le_bytes(payload[..4].try_into().unwrap()) as usize;
+    assert!(4 + first + (6 * n).div_ceil(8) <= payload.len());
+    // The decoder must overwrite whatever the buffer held.
+    let mut back = vec![0xFFu8; n];
+    adaptive::decode_context(&payload, exps, &mut back).expect("context decode");
+    assert!(back == mans, "context round trip differs (n={n})");
+    payload
+}
+
+/// Both plane round trips, then the fused decoder on the same payloads.
+fn pair_roundtrip(exps: &[u8], mans: &[u8]) {
+    let m = context_roundtrip(mans, exps);
+    let Some(e) = adaptive_roundtrip(exps) else {
+        return;
+    };
+    let n = exps.len();
+    let (mut de, mut dm) = (vec![0x77u8; n], vec![0xE8u8; n]);
+    adaptive::decode_pair(&e, &m, &mut de, &mut dm).expect("decode_pair");
+    assert!(de == exps, "decode_pair exponents differ (n={n})");
+    assert!(dm == mans, "decode_pair mantissas differ (n={n})");
+}
+
+/// Runs all three decoders on (possibly corrupt) payloads for planes of `n` elements. They
+/// must return (quickly: the work is bounded by `n`), and `decode_pair` must give exactly what
+/// `decode` then `decode_context` give: the same verdict and, on success, the same planes.
+/// Returns whether they succeeded.
+fn decoders_agree(e: &[u8], m: &[u8], n: usize) -> bool {
+    let start = std::time::Instant::now();
+    let mut exps = vec![0u8; n];
+    let ok_e = adaptive::decode(e, &mut exps).is_ok();
+    let mut mans = vec![0u8; n];
+    let ok_m = adaptive::decode_context(m, &exps, &mut mans).is_ok();
+    let (mut pe, mut pm) = (vec![0xA5u8; n], vec![0x5Au8; n]);
+    let ok_p = adaptive::decode_pair(e, m, &mut pe, &mut pm).is_ok();
+    assert_eq!(
+        ok_p,
+        ok_e && ok_m,
+        "decode_pair verdict differs from decode + decode_context (n={n})"
+    );
+    if ok_p {
+        assert!(
+            pe == exps && pm == mans,
+            "decode_pair output differs (n={n})"
+        );
+    }
+    // Generous: three decodes of at most ~100k elements take milliseconds.
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(3),
+        "decoders took {:?} for n={n}",
+        start.elapsed()
+    );
+    ok_p
+}
+
+/// Lengths from 1 up to 100k, a third of them at most 9.
+fn plane_len_strategy() -> impl Strategy<Value = usize> {
+    prop_oneof![
+        3 => 1usize..=9,
+        3 => 10usize..=5_000,
+        2 => 5_000usize..=100_000,
+    ]
+}
+
+proptest! {
+    #![proptest_config(config(256))]
+
+    #[test]
+    fn adaptive_and_context_roundtrip_shapes(
+        exps in exps_strategy(),
+        mans in mans_strategy(),
+        n in plane_len_strategy(),
+        seed in any::<u64>(),
+    ) {
+        let e = generate_exps(&exps, n, seed);
+        prop_assert_eq!(e.len(), n);
+        let m = generate_mans(&mans, &e, seed);
+        pair_roundtrip(&e, &m);
+    }
+}
+
+proptest! {
+    #![proptest_config(config(300))]
+
+    /// Arbitrary short planes, where every odd/even and raw-tail edge case shows up.
+    #[test]
+    fn adaptive_and_context_roundtrip_arbitrary_short(
+        planes in prop::collection::vec((any::<u8>(), any::<u8>()), 0..80),
+    ) {
+        let (e, m): (Vec<u8>, Vec<u8>) = planes.into_iter().unzip();
+        pair_roundtrip(&e, &m);
+    }
+}
+
+#[test]
+fn adaptive_and_context_tiny_lengths() {
+    let shapes = [
+        Exps::Plain(Dist::Uniform),
+        Exps::Plain(Dist::Constant),
+        Exps::Plain(Dist::Laplace(2.0)),
+        Exps::Distinct(2),
+        Exps::Distinct(3),
+        Exps::Distinct(256),
+        Exps::Skewed,
+        Exps::Runs { k: 2, max_run: 3 },
+    ];
+    let mans = [
+        Mans::Random,
+        Mans::Masked { and: 0x9F, or: 0 },
+        Mans::Masked {
+            and: 0xFF,
+            or: 0x60,
+        },
+        Mans::Masked { and: 0, or: 0 },
+        Mans::Runs { max_run: 4 },
+        Mans::FromExp,
+    ];
+    for n in 0..=40usize {
+        for (i, shape) in shapes.iter().enumerate() {
+            let e = generate_exps(shape, n, n as u64 * 31 + i as u64);
+            for (j, man) in mans.iter().enumerate() {
+                pair_roundtrip(&e, &generate_mans(man, &e, j as u64));
+            }
+        }
+    }
+    // Two exponent symbols in every arrangement of lengths 2..=7, every mantissa pattern of
+    // bits 6-5 with them.
+    for n in 2..=7usize {
+        for mask in 1u32..(1 << n) - 1 {
+            let e: Vec<u8> = (0..n)
+                .map(|i| if mask >> i & 1 == 1 { 126 } else { 127 })
+                .collect();
+            let m: Vec<u8> = (0..n).map(|i| (mask >> i << 5) as u8 ^ 0xA5).collect();
+            pair_roundtrip(&e, &m);
+        }
+    }
+}
+
+#[test]
+fn adaptive_lengths_around_model_events() {
+    // Rebuilds after 16, 48, 112, ... symbols, then every 4096; halvings from about 5,200
+    // symbols on. Lengths on both sides of those points, odd and even.
+    let mut rng = Rng(99);
+    for n in [
+        15usize, 16, 17, 47, 48, 49, 4095, 4096, 4097, 8191, 8192, 8193, 5_200, 5_500,
+    ] {
+        for shape in [Exps::Distinct(2), Exps::Distinct(40), Exps::Skewed] {
+            let e = generate_exps(&shape, n, rng.next());
+            pair_roundtrip(&e, &rng.bytes(n));
+        }
+    }
+}
+
+#[test]
+fn adaptive_saturated_models_then_flip() {
+    let n = 100_000;
+    // One symbol for 99.99%, then a burst of each of the other 255 symbols at frequency 1:
+    // the smallest intervals the coder ever codes.
+    let mut e = vec![120u8; n];
+    for s in 0..=255u8 {
+        e[n - 300 + s as usize] = s;
+    }
+    let m: Vec<u8> = (0..n)
+        .map(|i| if i < n - 300 { 0x00 } else { 0x60 })
+        .collect();
+    pair_roundtrip(&e, &m);
+    // Long runs flipping between two symbols, and between constant and random mantissas.
+    for run in [1usize, 2, 3, 1000, 6_000, 30_000, 99_999] {
+        let e: Vec<u8> = (0..n)
+            .map(|i| if (i / run) % 2 == 0 { 3 } else { 250 })
+            .collect();
+        let mut rng = Rng(run as u64);
+        let m: Vec<u8> = (0..n)
+            .map(|i| match (i / run) % 3 {
+                0 => 0x9F,
+                1 => 0x60,
+                _ => rng.next() as u8,
+            })
+            .collect();
+        pair_roundtrip(&e, &m);
+    }
+    // Every symbol used, drifting from the low half of the alphabet to the high half.
+    let mut rng = Rng(5);
+    let e: Vec<u8> = (0..n)
+        .map(|i| {
+            let base = if i < n / 2 { 0 } else { 128 };
+            if i % 1000 == 0 {
+                rng.next() as u8
+            } else {
+                base + rng.below(128) as u8
+            }
+        })
+        .collect();
+    pair_roundtrip(&e, &rng.bytes(n));
+}
+
+// --- Decoders on arbitrary and corrupted input -----------------------------------------------
+
+/// A valid (exponent, mantissa) payload pair for planes of `n >= 2` elements.
+fn valid_pair(exps: &Exps, mans: &Mans, n: usize, seed: u64) -> (Vec<u8>, Vec<u8>) {
+    let mut e = generate_exps(exps, n, seed);
+    if distinct(&histogram(&e)) < 2 {
+        e[0] = e[0].wrapping_add(1);
+    }
+    let m = generate_mans(mans, &e, seed);
+    let (mut pe, mut pm) = (Vec::new(), Vec::new());
+    assert!(adaptive::encode(&e, &mut pe));
+    adaptive::encode_context(&m, &e, &mut pm);
+    (pe, pm)
+}
+
+proptest! {
+    #![proptest_config(config(600))]
+
+    #[test]
+    fn adaptive_decoders_survive_random_bytes(
+        e in prop::collection::vec(any::<u8>(), 0..3000),
+        m in prop::collection::vec(any::<u8>(), 0..3000),
+        n in out_len_strategy(),
+    ) {
+        decoders_agree(&e, &m, n);
+    }
+
+    /// Random streams behind plausible headers (a bitmap of at least two symbols, stream
+    /// lengths that fit) get through to the decode loops.
+    #[test]
+    fn adaptive_decoders_survive_random_streams(
+        bitmap in prop::collection::vec(any::<u8>(), 32),
+        sym in any::<u8>(),
+        step in 1u8..=255,
+        tail in prop::collection::vec(any::<u8>(), 0..4000),
+        split in any::<prop::sample::Index>(),
+        n in out_len_strategy(),
+    ) {
+        let mut e = bitmap;
+        for s in [sym, sym.wrapping_add(step)] {
+            e[s as usize / 8] |= 1 << (s % 8);
+        }
+        let first = split.index(tail.len() + 1);
+        e.extend_from_slice(&(first as u32).to_le_bytes());
+        e.extend_from_slice(&tail);
+        // The context payload: stream 0 of `first` bytes, and the raw bits of n elements
+        // whenever the tail is long enough to hold them.
+        let raw = (6 * n).div_ceil(8);
+        let mut m = ((first.min(tail.len().saturating_sub(raw))) as u32).to_le_bytes().to_vec();
+        m.extend_from_slice(&tail);
+        decoders_agree(&e, &m, n);
+    }
+
+    /// Valid payloads with single bits flipped, bytes replaced, truncated, extended, or decoded
+    /// at the wrong length.
+    #[test]
+    fn adaptive_decoders_survive_mutated_payloads(
+        exps in exps_strategy(),
+        mans in mans_strategy(),
+        n in 2usize..20_000,
+        seed in any::<u64>(),
+        target in 0u8..3,
+        bit_flips in prop::collection::vec((any::<prop::sample::Index>(), 0u8..8), 0..3),
+        byte_flips in prop::collection::vec((any::<prop::sample::Index>(), 1u8..=255), 0..2),
+        cut in prop::option::weighted(0.2, any::<prop::sample::Index>()),
+        extra in prop::collection::vec(any::<u8>(), 0..3),
+        out_delta in prop_oneof![4 => Just(0i64), 1 => -3i64..=3],
+    ) {
+        let (mut e, mut m) = valid_pair(&exps, &mans, n, seed);
+        // Mutate the exponent payload (0), the mantissa payload (1) or both (2).
+        for (k, p) in [&mut e, &mut m].into_iter().enumerate() {
+            if target != 2 && target as usize != k {
+                continue;
+            }
+            for (at, bit) in &bit_flips {
+                let i = at.index(p.len());
+                p[i] ^= 1 << bit;
+            }
+            for (at, x) in &byte_flips {
+                let i = at.index(p.len());
+                p[i] ^= x;
+            }
+            if let Some(c) = cut {
+                p.truncate(c.index(p.len() + 1));
+            }
+            p.extend_from_slice(&extra);
+        }
+        let len = (n as i64 + out_delta).max(0) as usize;
+        let ok = decoders_agree(&e, &m, len);
+        let unchanged = bit_flips.is_empty() && byte_flips.is_empty() && cut.is_none();
+        if unchanged && extra.is_empty() && out_delta == 0 {
+            prop_assert!(ok, "valid payloads rejected");
+        }
+        if unchanged && !extra.is_empty() && out_delta == 0 {
+            // Appended bytes are never read, so the last stream ends short of its payload.
+            // (Truncation, flips and wrong lengths may decode to other bytes that the block
+            // checksum rejects; the decoders only have to stay safe.)
+            prop_assert!(!ok, "an extended payload was accepted");
+        }
+    }
+}
+
+/// Exhaustive: every single-bit flip, every truncation and one-byte extension of small valid
+/// payloads, through all three decoders.
+#[test]
+fn adaptive_decoders_survive_every_bit_flip_and_cut() {
+    let cases = [
+        (Exps::Distinct(2), Mans::Random, 2usize),
+        (Exps::Distinct(2), Mans::Random, 3),
+        (Exps::Distinct(3), Mans::Masked { and: 0x9F, or: 0 }, 5),
+        (Exps::Plain(Dist::Laplace(3.0)), Mans::Random, 9),
+        (Exps::Skewed, Mans::Runs { max_run: 50 }, 200),
+        (Exps::Plain(Dist::Laplace(1.5)), Mans::FromExp, 1001),
+    ];
+    for &(ref exps, ref mans, n) in &cases {
+        let (e, m) = valid_pair(exps, mans, n, n as u64);
+        assert!(decoders_agree(&e, &m, n));
+        for (k, p) in [&e, &m].into_iter().enumerate() {
+            let with = |q: &[u8]| {
+                if k == 0 {
+                    decoders_agree(q, &m, n)
+                } else {
+                    decoders_agree(&e, q, n)
+                }
+            };
+            let mut q = p.clone();
+            for i in 0..q.len() * 8 {
+                q[i / 8] ^= 1 << (i % 8);
+                with(&q);
+                q[i / 8] ^= 1 << (i % 8);
+            }
+            for cut in 0..p.len() {
+                with(&p[..cut]);
+            }
+            for x in [0u8, 0xFF] {
+                q.push(x);
+                assert!(!with(&q), "payload {k} extended by {x:#x} accepted");
+                q.pop();
+            }
+        }
+        // Wrong plane lengths.
+        for len in [0, n - 1, n + 1, 2 * n] {
+            decoders_agree(&e, &m, len);
+        }
+    }
+}
+
+#[test]
+fn adaptive_decoders_reject_bad_headers_and_lengths() {
+    let n = 1000;
+    let (e, m) = valid_pair(&Exps::Distinct(5), &Mans::Random, n, 1);
+    // Stream 0 length fields that overrun the payload, or leave no room for the raw bits.
+    let (streams_e, streams_m) = (e.len() - 36, m.len() - 4);
+    let raw = (6 * n).div_ceil(8);
+    for first in [u32::MAX, u32::MAX / 2, streams_e as u32 + 1] {
+        let mut bad = e.clone();
+        bad[32..36].copy_from_slice(&first.to_le_bytes());
+        assert!(!decoders_agree(&bad, &m, n));
+    }
+    for first in [u32::MAX, streams_m as u32 + 1, (streams_m - raw) as u32 + 1] {
+        let mut bad = m.clone();
+        bad[..4].copy_from_slice(&first.to_le_bytes());
+        assert!(!decoders_agree(&e, &bad, n));
+    }
+    // A bitmap with fewer than two symbols.
+    for bits in [[0u8; 32], {
+        let mut b = [0u8; 32];
+        b[15] = 0x10;
+        b
+    }] {
+        let mut bad = e.clone();
+        bad[..32].copy_from_slice(&bits);
+        assert!(adaptive::decode(&bad, &mut vec![0u8; n]).is_err());
+    }
+    // Plane length mismatches between the exponents and the mantissas.
+    let mut exps = vec![0u8; n];
+    adaptive::decode(&e, &mut exps).unwrap();
+    assert!(adaptive::decode_context(&m, &exps[1..], &mut vec![0u8; n]).is_err());
+    assert!(adaptive::decode_context(&m, &exps, &mut vec![0u8; n + 1]).is_err());
+    assert!(adaptive::decode_pair(&e, &m, &mut vec![0u8; n], &mut vec![0u8; n - 1]).is_err());
+    assert!(adaptive::decode_pair(&e, &m, &mut vec![0u8; n + 1], &mut vec![0u8; n]).is_err());
+    // Empty and tiny payloads.
+    for p in [&[][..], &[0u8; 3], &[0u8; 4], &[0u8; 36]] {
+        for len in [0usize, 1, 2, 7] {
+            decoders_agree(p, p, len);
+        }
+    }
+}
+
+// --- The payload bytes against a reference written from docs/FORMAT.md -----------------------
+
+/// A plain range encoder as FORMAT.md describes it: low with carry propagation into the bytes
+/// already written, a byte out whenever the range drops below 2^24, five flush bytes; the
+/// always-zero first byte and the always-zero last one are not part of the stream.
+struct RefEncoder {
+    low: u64,
+    range: u32,
+    bytes: Vec<u8>,
+}
+
+impl RefEncoder {
+    fn new() -> Self {
+        RefEncoder {
+            low: 0,
+            range: u32::MAX,
+            bytes: vec![0],
+        }
+    }
+
+    fn shift(&mut self) {
+        if self.low >> 32 != 0 {
+            let mut i = self.bytes.len() - 1;
+            loop {
+                self.bytes[i] = self.bytes[i].wrapping_add(1);
+                if self.bytes[i] != 0 {
+                    break;
+                }
+                i -= 1;
+            }
+        }
+        self.bytes.push((self.low >> 24) as u8);
+        self.low = (self.low & 0x00FF_FFFF) << 8;
+    }
+
+    fn normalize(&mut self) {
+        while self.range < 1 << 24 {
+            self.range <<= 8;
+            self.shift();
+        }
+    }
+
+    fn symbol(&mut self, cum: u32, freq: u32) {
+        let r = self.range >> 15;
+        self.low += r as u64 * cum as u64;
+        self.range = r * freq;
+        self.normalize();
+    }
+
+    fn bit(&mut self, p: &mut u32, bit: bool) {
+        let bound = (self.range >> 12) * *p;
+        if bit {
+            self.low += bound as u64;
+            self.range -= bound;
+            *p -= *p >> 8;
+        } else {
+            self.range = bound;
+            *p += (4096 - *p) >> 8;
+        }
+        self.normalize();
+    }
+
+    fn finish(mut self) -> Vec<u8> {
+        for _ in 0..5 {
+            self.shift();
+        }
+        assert_eq!(self.bytes[0], 0);
+        assert_eq!(*self.bytes.last().unwrap(), 0);
+        self.bytes[1..self.bytes.len() - 1].to_vec()
+    }
+}
+
+/// "Two streams": `u32 L`, stream 0 (even elements), stream 1 (odd elements).
+fn ref_two_streams(n: usize, mut code: impl FnMut(&mut RefEncoder, usize)) -> Vec<u8> {
+    let mut encs = [RefEncoder::new(), RefEncoder::new()];
+    for i in 0..n {
+        code(&mut encs[i % 2], i);
+    }
+    let [a, b] = encs.map(RefEncoder::finish);
+    let mut out = (a.len() as u32).to_le_bytes().to_vec();
+    out.extend(a);
+    out.extend(b);
+    out
+}
+
+/// The adaptive payload, checking every condition after every symbol.
+fn ref_adaptive(data: &[u8]) -> Vec<u8> {
+    let used: Vec<usize> = (0..256).filter(|&s| data.contains(&(s as u8))).collect();
+    let mut out = vec![0u8; 32];
+    for &s in &used {
+        out[s / 8] |= 1 << (s % 8);
+    }
+    let mut counts = [0u64; 256];
+    for &s in &used {
+        counts[s] = 24;
+    }
+    let table = |counts: &[u64; 256]| {
+        let total: u64 = counts.iter().sum();
+        let scale = (1u64 << 47) / total;
+        let mut freq = [0u32; 256];
+        for &s in &used {
+            freq[s] = ((counts[s] * scale) >> 32).max(1) as u32;
+        }
+        let sum: u32 = freq.iter().sum();
+        // The largest frequency, ties to the lowest symbol.
+        let largest = *used.iter().rev().max_by_key(|&&s| freq[s]).unwrap();
+        freq[largest] = (freq[largest] as i64 + (1 << 15) - sum as i64) as u32;
+        let mut cum = [0u32; 256];
+        let mut c = 0;
+        for &s in &used {
+            cum[s] = c;
+            c += freq[s];
+        }
+        (freq, cum)
+    };
+    let (mut freq, mut cum) = table(&counts);
+    let (mut since, mut interval) = (0u32, 16u32);
+    out.extend(ref_two_streams(data.len(), |enc, i| {
+        let s = data[i] as usize;
+        enc.symbol(cum[s], freq[s]);
+        counts[s] += 24;
+        if counts.iter().sum::<u64>() > 131_072 {
+            for &u in &used {
+                counts[u] = counts[u].div_ceil(2);
+            }
+        }
+        since += 1;
+        if since == interval {
+            (freq, cum) = table(&counts);
+            since = 0;
+            interval = (interval * 2).min(4096);
+        }
+    }));
+    out
+}
+
+/// The context payload.
+fn ref_context(plane: &[u8], ctx: &[u8]) -> Vec<u8> {
+    let mut p = vec![[2048u32; 4]; 256];
+    let mut out = ref_two_streams(plane.len(), |enc, i| {
+        let (x, e) = (plane[i], ctx[i] as usize);
+        let b6 = x >> 6 & 1;
+        enc.bit(&mut p[e][1], b6 == 1);
+        enc.bit(&mut p[e][2 + b6 as usize], x >> 5 & 1 == 1);
+    });
+    let mut bits: Vec<bool> = Vec::new();
+    for &x in plane {
+        let field = (x >> 7) << 5 | (x & 0x1F);
+        bits.extend((0..6).map(|k| field >> k & 1 == 1));
+    }
+    for byte in bits.chunks(8) {
+        out.push(byte.iter().enumerate().map(|(k, &b)| (b as u8) << k).sum());
+    }
+    out
+}
+
+fn assert_matches_reference(exps: &[u8], mans: &[u8]) {
+    let mut e = Vec::new();
+    if adaptive::encode(exps, &mut e) {
+        assert!(
+            e == ref_adaptive(exps),
+            "adaptive payload differs from FORMAT.md (n={})",
+            exps.len()
+        );
+    }
+    let mut m = Vec::new();
+    adaptive::encode_context(mans, exps, &mut m);
+    assert!(
+        m == ref_context(mans, exps),
+        "context payload differs from FORMAT.md (n={})",
+        mans.len()
+    );
+}
+
+proptest! {
+    #![proptest_config(config(64))]
+
+    #[test]
+    fn adaptive_payloads_match_the_format(
+        exps in exps_strategy(),
+        mans in mans_strategy(),
+        n in plane_len_strategy(),
+        seed in any::<u64>(),
+    ) {
+        let e = generate_exps(&exps, n, seed);
+        let m = generate_mans(&mans, &e, seed);
+        assert_matches_reference(&e, &m);
     }
 }

@@ -28,16 +28,17 @@ pub fn histogram(data: &[u8]) -> [u32; 256] {
     out
 }
 
-/// Order-0 entropy of a histogram in bits per symbol.
-pub fn entropy_bits(hist: &[u32; 256]) -> f64 {
-    let total: f64 = hist.iter().map(|&c| c as f64).sum();
+/// Order-0 entropy of a histogram (of any alphabet size) in bits per symbol.
+pub fn entropy_bits<T: Copy + Into<u64>>(hist: &[T]) -> f64 {
+    let total: f64 = hist.iter().map(|&c| c.into() as f64).sum();
     if total == 0.0 {
         return 0.0;
     }
     hist.iter()
-        .filter(|&&c| c > 0)
-        .map(|&c| {
-            let p = c as f64 / total;
+        .map(|&c| c.into() as f64)
+        .filter(|&c| c > 0.0)
+        .map(|c| {
+            let p = c / total;
             -p * p.log2()
         })
         .sum()
