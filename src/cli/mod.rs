@@ -58,6 +58,9 @@ struct OutputArgs {
     /// Overwrite an existing output file
     #[arg(short, long)]
     force: bool,
+    /// Delete the input once the output file is written and verified by reading it back
+    #[arg(long)]
+    rm: bool,
 }
 
 #[derive(Args, Debug)]
@@ -262,6 +265,9 @@ fn encode(a: &EncodeArgs) -> Result<()> {
         s.push(".sc");
         Ok(PathBuf::from(s))
     })?;
+    if a.out.rm {
+        check_rm(&a.input, dest.as_deref())?;
+    }
     let opts = EncodeOptions {
         mode: a.mode,
         block_size: a.block_size,
@@ -289,6 +295,34 @@ fn encode(a: &EncodeArgs) -> Result<()> {
             mb_per_s(report.original_len, start)
         ));
     }
+    if a.out.rm {
+        // Decode the archive as written and compare with the MD5 of what was read.
+        let dest = dest.as_deref().unwrap_or(Path::new("-"));
+        let (archive, len) = open_input(dest)?;
+        let opts = DecodeOptions {
+            check_md5: true,
+            archive_len: len,
+        };
+        let back = sc::decode(archive, io::sink(), &opts, &mut |_| {})
+            .with_context(|| format!("verifying {} before --rm", dest.display()))?;
+        remove_input(&a.input, back.md5 == Some(report.md5))?;
+    }
+    Ok(())
+}
+
+/// `--rm`: deletes `input` once its output was verified; refuses otherwise.
+fn remove_input(input: &Path, verified: bool) -> Result<()> {
+    if !verified {
+        bail!("output does not verify; keeping {}", input.display());
+    }
+    std::fs::remove_file(input).with_context(|| format!("cannot remove {}", input.display()))
+}
+
+/// `--rm` needs a real input to delete and a real output to read back.
+fn check_rm(input: &Path, dest: Option<&Path>) -> Result<()> {
+    if is_stdio(input) || dest.is_none() {
+        bail!("--rm needs a file input and a file output (not stdin or stdout)");
+    }
     Ok(())
 }
 
@@ -301,8 +335,11 @@ fn decode(a: &DecodeArgs) -> Result<()> {
             p.display()
         ),
     })?;
+    if a.out.rm {
+        check_rm(&a.input, dest.as_deref())?;
+    }
     let opts = DecodeOptions {
-        check_md5: a.md5,
+        check_md5: a.md5 || a.out.rm,
         archive_len: len,
     };
     let bar = progress_bar(len, a.common.quiet);
@@ -319,8 +356,12 @@ fn decode(a: &DecodeArgs) -> Result<()> {
             report.archive_len,
             report.original_len,
             mb_per_s(report.original_len, start),
-            if a.md5 { ", MD5 OK" } else { "" }
+            if opts.check_md5 { ", MD5 OK" } else { "" }
         ));
+    }
+    if let (true, Some(dest)) = (a.out.rm, dest.as_deref()) {
+        // The MD5 was checked on the way out; check the file that landed as well.
+        remove_input(&a.input, md5_of_file(dest)? == report.stored_md5)?;
     }
     Ok(())
 }
