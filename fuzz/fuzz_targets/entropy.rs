@@ -1,0 +1,27 @@
+//! Arbitrary bytes into each entropy decoder: the first byte picks the decoder, the next two
+//! the output length; the rest is the payload.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use sc::entropy::{adaptive, huffman, range};
+
+fuzz_target!(|data: &[u8]| {
+    if data.len() < 3 {
+        return;
+    }
+    let n = u16::from_le_bytes([data[1], data[2]]) as usize;
+    let payload = &data[3..];
+    let mut out = vec![0u8; n];
+    let mut other = vec![0u8; n];
+    let ctx: Vec<u8> = (0..n).map(|i| (i % 7) as u8 + 120).collect();
+    let _ = match data[0] % 5 {
+        0 => huffman::decode(payload, &mut out),
+        1 => range::decode(payload, &mut out),
+        2 => adaptive::decode(payload, &mut out),
+        3 => adaptive::decode_context(payload, &ctx, &mut out),
+        _ => {
+            let (a, b) = payload.split_at(payload.len() / 2);
+            adaptive::decode_pair(a, b, &mut out, &mut other)
+        }
+    };
+});

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Fuzz smoke run: each target for SECONDS (default 60) from seeds made out of testdata/.
+#   fuzz/smoke.sh [SECONDS] [TARGET...]
+# Needs cargo-fuzz and a nightly toolchain; skips with a message otherwise. SC_FUZZ_BOOTSTRAP=1
+# lets a stable toolchain build the targets (RUSTC_BOOTSTRAP), for machines without nightly.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs=${1:-60}
+shift || true
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(container entropy roundtrip)
+if ! cargo fuzz --version >/dev/null 2>&1; then
+  echo "skipping fuzz smoke run: cargo-fuzz is not installed (cargo install cargo-fuzz)"
+  exit 0
+fi
+if rustc --version | grep -q nightly; then
+  :
+elif [ "${SC_FUZZ_BOOTSTRAP:-0}" = 1 ]; then
+  export RUSTC_BOOTSTRAP=1
+else
+  echo "skipping fuzz smoke run: no nightly toolchain (SC_FUZZ_BOOTSTRAP=1 uses RUSTC_BOOTSTRAP on stable)"
+  exit 0
+fi
+cargo build --release -q
+sc=target/release/sc
+seeds=$(mktemp -d)
+trap 'rm -rf "$seeds"' EXIT
+for m in fast best; do
+  for b in 4K 12290; do
+    "$sc" encode -q -f -m "$m" -b "$b" testdata/tiny.safetensors -o "$seeds/tiny.$m.$b.sc"
+  done
+done
+mkdir -p fuzz/corpus/container fuzz/corpus/roundtrip fuzz/corpus/entropy
+cp "$seeds"/*.sc fuzz/corpus/container/
+printf '\000' | cat - testdata/tiny.safetensors > fuzz/corpus/roundtrip/tiny-fast
+printf '\001' | cat - testdata/tiny.safetensors > fuzz/corpus/roundtrip/tiny-best
+head -c 3000 testdata/sample.safetensors > fuzz/corpus/roundtrip/sample-head
+for t in "${targets[@]}"; do
+  echo "== fuzz $t for ${secs}s"
+  cargo fuzz run "$t" --release -- -max_total_time="$secs" -max_len=65536 -timeout=10 -rss_limit_mb=2048
+done
