@@ -1,9 +1,9 @@
 //! `sc`: lossless compression for LLM weight files.
 //!
 //! A safetensors file's tensor data is cut into blocks; each block is split into byte planes
-//! (for 16-bit floats: the predictable sign/exponent byte and the near-random low byte) and each
-//! plane is entropy-coded with sc's own coders: canonical Huffman in FAST mode, a range coder in
-//! BEST mode. The `.sc` container keeps the original header verbatim, checksums every block and
+//! (for 16-bit floats: the predictable exponent and the near-random sign/mantissa bits) and each
+//! plane is entropy-coded with sc's own coders: canonical Huffman in FAST mode, a range coder with
+//! adaptive, exponent-conditioned models in BEST mode. The `.sc` container keeps the original header verbatim, checksums every block and
 //! records the MD5 of the whole file. Any other file round-trips through the same pipeline.
 //!
 //! ```no_run
