@@ -1,6 +1,8 @@
 //! The `sc` command line, run as a process: output naming, overwrite protection, stdin/stdout,
 //! verify, info, error messages and exit codes, and cleanup after failures.
 
+mod common;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -151,19 +153,11 @@ fn assert_same(got: &[u8], want: &[u8], what: &str) {
 /// Encodes the sample with the library and corrupts one payload byte of block `k`.
 fn corrupt_archive(k: usize) -> Vec<u8> {
     let input = sample();
-    let mut archive = Vec::new();
     let opts = sc::EncodeOptions {
         mode: sc::Mode::Fast,
         block_size: 64 << 10,
     };
-    sc::encode(
-        &input[..],
-        Some(input.len() as u64),
-        &mut archive,
-        &opts,
-        &mut |_| {},
-    )
-    .unwrap();
+    let mut archive = common::encode_to_vec(&input, &opts);
     let info = sc::inspect(&mut std::io::Cursor::new(&archive)).unwrap();
     let e = info.footer.index[k];
     // Records are 16 bytes + 8 per plane + 4; the last byte of the block is payload.

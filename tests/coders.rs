@@ -20,30 +20,12 @@ fn config(cases: u32) -> ProptestConfig {
     }
 }
 
-/// SplitMix64: a small, fast, seedable generator, so the large inputs proptest describes by a
-/// seed are cheap to produce and shrink well.
-struct Rng(u64);
+mod common;
+use common::Rng;
 
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
     fn below(&mut self, n: u64) -> u64 {
         ((self.next() >> 32) * n) >> 32
-    }
-
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        let mut v = Vec::with_capacity(n + 8);
-        while v.len() < n {
-            v.extend_from_slice(&self.next().to_le_bytes());
-        }
-        v.truncate(n);
-        v
     }
 }
 

@@ -1,5 +1,7 @@
 //! Nothing lost: failing writers, interrupted runs, `--rm` only after verification.
 
+mod common;
+
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -42,16 +44,8 @@ impl Write for FailAfter {
 #[test]
 fn failing_writers_give_io_errors_not_panics() {
     let input = std::fs::read(SAMPLE).unwrap();
-    let mut archive = Vec::new();
     let opts = sc::EncodeOptions::default();
-    sc::encode(
-        &input[..],
-        Some(input.len() as u64),
-        &mut archive,
-        &opts,
-        &mut |_| {},
-    )
-    .unwrap();
+    let archive = common::encode_to_vec(&input, &opts);
     for left in [0, 1, 23, 100, 5000, 1 << 20, archive.len() - 1] {
         let r = sc::encode(&input[..], None, FailAfter { left }, &opts, &mut |_| {});
         assert!(

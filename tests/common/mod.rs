@@ -1,0 +1,38 @@
+//! Helpers shared by the integration tests (each test file includes this module).
+#![allow(dead_code)]
+
+/// SplitMix64: a small, fast, seedable generator for reproducible pseudo-random test data.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
+        let mut v = Vec::with_capacity(n + 8);
+        while v.len() < n {
+            v.extend_from_slice(&self.next().to_le_bytes());
+        }
+        v.truncate(n);
+        v
+    }
+}
+
+/// Encodes `input` (length known) into a new archive.
+pub fn encode_to_vec(input: &[u8], opts: &sc::EncodeOptions) -> Vec<u8> {
+    let mut archive = Vec::new();
+    sc::encode(
+        input,
+        Some(input.len() as u64),
+        &mut archive,
+        opts,
+        &mut |_| {},
+    )
+    .expect("encoding into memory cannot fail");
+    archive
+}
