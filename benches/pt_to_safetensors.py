@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""Convert a PyTorch .pt state dict (zip format) to safetensors without torch, for benchmarks.
+
+Writes STEM.F32.safetensors, STEM.BF16.safetensors (F32 rounded to nearest even, as frameworks
+cast) and STEM.F16.safetensors. Needs numpy. How the README's unseen checkpoint was made:
+
+    pip download --no-deps -d /tmp/p pocketnet==0.3.0
+    python3 -c "import zipfile; zipfile.ZipFile('/tmp/p/pocketnet-0.3.0-py3-none-any.whl').extract('pocketnet/weights/v3_fold0.pt', '/tmp')"
+    python3 benches/pt_to_safetensors.py /tmp/pocketnet/weights/v3_fold0.pt /tmp/pocketnet
+"""
+import zipfile, pickle, struct, json, collections, sys
+import numpy as np
+z = zipfile.ZipFile(sys.argv[1])
+pkl = [n for n in z.namelist() if n.endswith('data.pkl')][0]
+root = pkl[:-len('data.pkl')]
+DT = {'FloatStorage': np.float32, 'LongStorage': np.int64, 'HalfStorage': np.float16, 'IntStorage': np.int32}
+class Stor:
+    def __init__(self, kind, key): self.kind, self.key = kind, key
+class T:
+    def __init__(self, st, off, size, stride): self.st, self.off, self.size, self.stride = st, off, size, stride
+def rebuild(st, off, size, stride, *a): return T(st, off, tuple(size), tuple(stride))
+class U(pickle.Unpickler):
+    def find_class(self, mod, name):
+        if name == '_rebuild_tensor_v2': return rebuild
+        if name in DT: return name
+        if name == 'OrderedDict': return collections.OrderedDict
+        if mod.startswith('torch'): return lambda *a, **k: None
+        return super().find_class(mod, name)
+    def persistent_load(self, pid):
+        return Stor(pid[1], pid[2])
+obj = U(z.open(pkl)).load()
+def walk(o, pre=''):
+    if isinstance(o, T): yield pre, o
+    elif isinstance(o, dict):
+        for k, v in o.items(): yield from walk(v, f'{pre}.{k}' if pre else str(k))
+out = {}
+for name, t in walk(obj):
+    raw = np.frombuffer(z.read(f'{root}data/{t.st.key}'), dtype=DT[t.st.kind])
+    if t.size:
+        arr = np.lib.stride_tricks.as_strided(raw[t.off:], shape=t.size, strides=[s*raw.itemsize for s in t.stride])
+    else:
+        arr = raw[t.off:t.off+1].reshape(())
+    out[name] = np.ascontiguousarray(arr)
+def write(path, conv):
+    hdr, payload = {}, bytearray()
+    for name, a in out.items():
+        dt, b = conv(a)
+        hdr[name] = {'dtype': dt, 'shape': list(a.shape), 'data_offsets': [len(payload), len(payload) + len(b)]}
+        payload += b
+    js = json.dumps(hdr).encode(); js += b' ' * (-len(js) % 8)
+    open(path, 'wb').write(struct.pack('<Q', len(js)) + js + payload)
+def f32(a): return ('F32', a.astype('<f4').tobytes()) if a.dtype == np.float32 else ({np.int64: 'I64', np.int32: 'I32'}[a.dtype.type], a.tobytes())
+def bf16(a):
+    if a.dtype != np.float32: return f32(a)
+    u = a.astype('<f4').view('<u4').astype(np.uint64)
+    return 'BF16', ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype('<u2').tobytes()
+def f16(a): return ('F16', a.astype('<f2').tobytes()) if a.dtype == np.float32 else f32(a)
+stem = sys.argv[2]
+write(stem + '.F32.safetensors', f32); write(stem + '.BF16.safetensors', bf16); write(stem + '.F16.safetensors', f16)
+print(len(out), 'tensors', collections.Counter(str(a.dtype) for a in out.values()), sum(a.size for a in out.values()), 'elements')
