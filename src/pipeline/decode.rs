@@ -1,6 +1,6 @@
 //! Decoding: read records in order, decode batches of blocks in parallel, check everything.
 
-use super::batch_blocks;
+use super::{batch_blocks, overlap};
 use super::block::{decode_block, Scratch};
 use super::digest::DigestWorker;
 use super::pool::Pool;
@@ -67,7 +67,7 @@ impl BatchReader {
         buffers: &Pool<Vec<u8>>,
     ) -> Result<Vec<Block>> {
         let mut batch = Vec::new();
-        while batch.len() < batch_blocks() {
+        while self.end_offset.is_none() && batch.len() < batch_blocks() {
             let n = self.index.len() as u64;
             let offset = r.pos;
             let Some(rec) = BlockRecord::read(r, self.block_size, n)? else {
@@ -159,36 +159,20 @@ pub fn decode<R: Read + Send, W: Write + Send>(
         block_size: header.block_size,
         archive_len: opts.archive_len,
     };
-    // Three stages overlap: batch i is decoded on the pool while batch i-1 is written and
-    // batch i+1 is read.
-    let mut batch = reader.read(&mut r, &buffers)?;
-    let mut decoded: Vec<Vec<u8>> = Vec::new();
-    loop {
-        let last = reader.end_offset.is_some();
-        let (result, (written, next)) = rayon::join(
-            || decode_batch(&batch, &buffers, &scratch),
-            || {
-                let written =
-                    write_batch(&mut output, std::mem::take(&mut decoded), &digest, &buffers);
-                let next = match last {
-                    true => Ok(Vec::new()),
-                    false => reader.read(&mut r, &buffers),
-                };
-                (written, next)
-            },
-        );
-        written?;
-        decoded = result?;
-        for (_, _, payload) in batch {
-            buffers.give(payload);
-        }
-        progress(r.pos);
-        if last {
-            write_batch(&mut output, decoded, &digest, &buffers)?;
-            break;
-        }
-        batch = next?;
-    }
+    let mut decoded_to = r.pos;
+    overlap(
+        || reader.read(&mut r, &buffers),
+        |batch| decode_batch(batch, &buffers, &scratch),
+        |batch, decoded| {
+            for (_, rec, payload) in batch {
+                decoded_to += (rec.encoded_len() + payload.len()) as u64;
+                buffers.give(payload);
+            }
+            progress(decoded_to);
+            decoded
+        },
+        |outs| write_batch(&mut output, outs, &digest, &buffers),
+    )?;
     let (index, raw_pos) = (reader.index, reader.raw_pos);
     let end_offset = reader.end_offset.unwrap_or_default();
     let footer = Footer::read_after_tag(&mut r, index.len() as u64)?;

@@ -1,6 +1,6 @@
 //! Encoding: probe the input, keep its header, plan blocks, code batches in parallel.
 
-use super::batch_blocks;
+use super::{batch_blocks, overlap};
 use super::block::{encode_block, Scratch};
 use super::digest::DigestWorker;
 use super::plan::Planner;
@@ -218,30 +218,17 @@ pub fn encode<R: Read + Send, W: Write + Send>(
         raw_pos: file_header.prefix.len() as u64,
         index: Vec::new(),
     };
-    // Three stages overlap: batch i is coded on the pool while batch i-1 is written (and
-    // handed to the MD5 thread) and batch i+1 is read.
-    let mut batch = reader.read(&mut source, &buffers)?;
-    let mut coded: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-    while !batch.is_empty() {
-        let last = reader.done;
-        let (result, (written, next)) = rayon::join(
-            || encode_batch(&batch, opts.mode, &buffers, &scratch),
-            || {
-                let written =
-                    writer.write(&mut output, std::mem::take(&mut coded), &digest, &buffers);
-                let next = match last {
-                    true => Ok(Vec::new()),
-                    false => reader.read(&mut source, &buffers),
-                };
-                (written, next)
-            },
-        );
-        written?;
-        coded = batch.into_iter().map(|(_, raw)| raw).zip(result).collect();
-        progress(writer.raw_pos + coded.iter().map(|(raw, _)| raw.len() as u64).sum::<u64>());
-        batch = next?;
-    }
-    writer.write(&mut output, coded, &digest, &buffers)?;
+    let mut coded_to = writer.raw_pos;
+    overlap(
+        || reader.read(&mut source, &buffers),
+        |batch| Ok(encode_batch(batch, opts.mode, &buffers, &scratch)),
+        |batch, coded| {
+            coded_to += batch.iter().map(|(_, raw)| raw.len() as u64).sum::<u64>();
+            progress(coded_to);
+            batch.into_iter().map(|(_, raw)| raw).zip(coded).collect()
+        },
+        |blocks| writer.write(&mut output, blocks, &digest, &buffers),
+    )?;
     let ArchiveWriter {
         archive_len,
         raw_pos,
