@@ -22,37 +22,43 @@ fn entropy_coded(transform: Transform, plane: usize, mode: Mode) -> bool {
 /// Codes one plane into `coded` (left empty when the plane is best stored as is).
 fn code_plane(data: &[u8], entropy: bool, mode: Mode, coded: &mut Vec<u8>) -> Codec {
     coded.clear();
-    let Some(&first) = data.first() else {
-        return Codec::Stored;
-    };
-    let constant = if entropy {
-        let hist = histogram(data);
-        if single_symbol(&hist).is_none() {
-            let codec = match mode {
-                Mode::Fast => {
-                    huffman::encode(data, &hist, coded);
-                    Codec::Huffman
-                }
-                Mode::Best => {
-                    range::encode(data, &hist, coded);
-                    Codec::Range
-                }
-            };
-            if coded.len() < data.len() {
-                return codec;
-            }
-            coded.clear();
-            return Codec::Stored;
-        }
-        true
-    } else {
-        // The scan stops at the first differing byte, so it is free on random data.
-        data.iter().all(|&b| b == first)
-    };
-    if constant && data.len() > 1 {
-        coded.push(first);
-        return Codec::Const;
+    if entropy {
+        return code_counted(data, &histogram(data), mode, coded);
     }
+    // The scan stops at the first differing byte, so it is free on random data.
+    match data.first() {
+        Some(&b) if data.len() > 1 && data.iter().all(|&x| x == b) => {
+            coded.push(b);
+            Codec::Const
+        }
+        _ => Codec::Stored,
+    }
+}
+
+/// Entropy-codes a plane whose histogram `hist` is known: const, coded if smaller, or stored.
+fn code_counted(data: &[u8], hist: &[u32; 256], mode: Mode, coded: &mut Vec<u8>) -> Codec {
+    coded.clear();
+    if let Some(s) = single_symbol(hist) {
+        if data.len() > 1 {
+            coded.push(s);
+            return Codec::Const;
+        }
+        return Codec::Stored;
+    }
+    let codec = match mode {
+        Mode::Fast => {
+            huffman::encode(data, hist, coded);
+            Codec::Huffman
+        }
+        Mode::Best => {
+            range::encode(data, hist, coded);
+            Codec::Range
+        }
+    };
+    if coded.len() < data.len() {
+        return codec;
+    }
+    coded.clear();
     Codec::Stored
 }
 
@@ -75,14 +81,14 @@ fn code_mantissas(data: &[u8], exponents: &[u8], coded: &mut Vec<u8>) -> Codec {
     coded.clear();
     let hist = histogram(data);
     if data.len() < 2 || single_symbol(&hist).is_some() {
-        return code_plane(data, true, Mode::Best, coded);
+        return code_counted(data, &hist, Mode::Best, coded);
     }
     adaptive::encode_context(data, exponents, coded);
     let order0 = entropy_bits(&hist) * data.len() as f64 / 8.0 + 600.0;
     if coded.len() < data.len() && (coded.len() as f64) < order0 * 1.01 {
         return Codec::Context;
     }
-    code_plane(data, true, Mode::Best, coded)
+    code_counted(data, &hist, Mode::Best, coded)
 }
 
 /// Encodes one block into `out`: the record followed by the plane payloads.
