@@ -813,28 +813,24 @@ fn all_regions(fx: &Fixture, extra_blocks: usize, full: bool) -> Tally {
 // Tests on the sample
 // ---------------------------------------------------------------------------------------------
 
-#[test]
-fn sample_fast_every_region() {
-    let fx = sample_fast();
+/// Mutates every region of a many-block sample archive (see [`all_regions`] for the arguments).
+fn sample_every_region(fx: &Fixture, extra_blocks: usize, full: bool, what: &str) {
     assert!(
         fx.blocks.len() > 40,
         "want many blocks: {}",
         fx.blocks.len()
     );
-    let t = all_regions(fx, 2, true);
-    t.finish("sample FAST mutations");
+    all_regions(fx, extra_blocks, full).finish(what);
+}
+
+#[test]
+fn sample_fast_every_region() {
+    sample_every_region(sample_fast(), 2, true, "sample FAST mutations");
 }
 
 #[test]
 fn sample_best_every_region() {
-    let fx = sample_best();
-    assert!(
-        fx.blocks.len() > 40,
-        "want many blocks: {}",
-        fx.blocks.len()
-    );
-    let t = all_regions(fx, 1, false);
-    t.finish("sample BEST mutations");
+    sample_every_region(sample_best(), 1, false, "sample BEST mutations");
 }
 
 #[test]

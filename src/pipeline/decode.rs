@@ -1,9 +1,9 @@
 //! Decoding: read records in order, decode batches of blocks in parallel, check everything.
 
-use super::{batch_blocks, overlap};
 use super::block::{decode_block, Scratch};
 use super::digest::DigestWorker;
 use super::pool::Pool;
+use super::{batch_blocks, overlap};
 use crate::container::{checksum::hex, read_exact_or, BlockRecord, FileHeader, Footer, IndexEntry};
 use crate::error::{Error, Result};
 use rayon::prelude::*;

@@ -1,10 +1,10 @@
 //! Encoding: probe the input, keep its header, plan blocks, code batches in parallel.
 
-use super::{batch_blocks, overlap};
 use super::block::{encode_block, Scratch};
 use super::digest::DigestWorker;
 use super::plan::Planner;
 use super::pool::Pool;
+use super::{batch_blocks, overlap};
 use crate::container::{
     check_block_size, read_up_to, FileHeader, Footer, IndexEntry, Kind, Mode, DEFAULT_BLOCK_SIZE,
 };

@@ -36,4 +36,3 @@ pub(crate) fn overlap<B: Send + Sync, C: Send, P: Send>(
     }
     pending.map_or(Ok(()), write)
 }
-
