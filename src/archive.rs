@@ -19,6 +19,8 @@ pub struct ArchiveInfo {
     pub tensors: Option<Header>,
     /// Per codec: planes using it, their original bytes, their coded bytes.
     pub codecs: BTreeMap<&'static str, (u64, u64, u64)>,
+    /// Per transform: blocks using it, their original bytes.
+    pub transforms: BTreeMap<&'static str, (u64, u64)>,
 }
 
 impl ArchiveInfo {
@@ -38,6 +40,7 @@ pub fn inspect<R: Read + Seek>(r: &mut R) -> Result<ArchiveInfo> {
     let header = FileHeader::read(r, Some(archive_len))?;
     let footer = Footer::read_from_end(r, archive_len)?;
     let mut codecs: BTreeMap<&'static str, (u64, u64, u64)> = BTreeMap::new();
+    let mut transforms: BTreeMap<&'static str, (u64, u64)> = BTreeMap::new();
     for (n, e) in footer.index.iter().enumerate() {
         if e.offset >= footer.end_offset {
             return Err(Error::Corrupt(format!(
@@ -48,6 +51,9 @@ pub fn inspect<R: Read + Seek>(r: &mut R) -> Result<ArchiveInfo> {
         let rec = BlockRecord::read(r, header.block_size, n as u64)?
             .ok_or_else(|| Error::Corrupt(format!("index entry {n} points at the end tag")))?;
         let plane_len = rec.transform.plane_len(rec.raw_len as usize) as u64;
+        let t = transforms.entry(rec.transform.name()).or_default();
+        t.0 += 1;
+        t.1 += rec.raw_len as u64;
         for p in &rec.planes {
             let c = codecs.entry(p.codec.name()).or_default();
             c.0 += 1;
@@ -65,5 +71,6 @@ pub fn inspect<R: Read + Seek>(r: &mut R) -> Result<ArchiveInfo> {
         archive_len,
         tensors,
         codecs,
+        transforms,
     })
 }

@@ -448,6 +448,9 @@ fn info(a: &InfoArgs) -> Result<()> {
         100.0 * info.archive_len as f64 / orig.max(1) as f64,
         info.footer.index.len()
     )?;
+    for (name, (blocks, raw)) in &info.transforms {
+        writeln!(t, "  {name:<9} {blocks} blocks, {raw} bytes")?;
+    }
     for (codec, (planes, raw, coded)) in &info.codecs {
         let pct = 100.0 * *coded as f64 / (*raw).max(1) as f64;
         writeln!(

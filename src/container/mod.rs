@@ -362,7 +362,7 @@ impl BlockRecord {
                         coded_len > 0 && coded_len < plane_len
                     }
                     Codec::Context => {
-                        k == 1 && transform == Transform::Exp16 && coded_len < plane_len
+                        k == 1 && transform.exponent_aligned() && coded_len < plane_len
                     }
                 };
             if !ok {

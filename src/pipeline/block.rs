@@ -4,6 +4,7 @@ use crate::container::{checksum, BlockRecord, Codec, Mode, PlaneEntry};
 use crate::entropy::{adaptive, entropy_bits, histogram, huffman, range, single_symbol};
 use crate::error::CodecError;
 use crate::split::{self, Transform, MAX_PLANES};
+use rayon::prelude::*;
 
 /// Reusable per-worker buffers: split planes and their coded forms.
 #[derive(Default)]
@@ -12,11 +13,25 @@ pub struct Scratch {
     coded: [Vec<u8>; MAX_PLANES],
 }
 
-/// Whether a plane is worth entropy coding in `mode`: FAST leaves the near-random mantissa
-/// plane of 16-bit floats raw, because Huffman gains almost nothing there (measured: under
-/// 0.01 bit per byte on real weights) and would halve decode speed.
-fn entropy_coded(transform: Transform, plane: usize, mode: Mode) -> bool {
-    mode == Mode::Best || !(transform.planes() == 2 && plane == 1)
+/// Bits per byte above which FAST leaves a plane after the first raw: Huffman would gain too
+/// little to pay for halving that plane's decode speed (the near-random mantissa planes of
+/// trained weights measure 7.9-8.0).
+const FAST_RAW_BITS: f64 = 7.5;
+/// The same for BEST, which spends time on any gain above ~0.4%.
+const BEST_RAW_BITS: f64 = 7.97;
+
+/// Whether a plane other than the first is worth entropy coding in `mode`, judged by the
+/// order-0 entropy of every 8th byte (cheap next to coding, and close enough to decide).
+fn worth_coding(data: &[u8], mode: Mode) -> bool {
+    let mut h = [0u32; 256];
+    for &b in data.iter().step_by(8) {
+        h[b as usize] += 1;
+    }
+    let limit = match mode {
+        Mode::Fast => FAST_RAW_BITS,
+        Mode::Best => BEST_RAW_BITS,
+    };
+    entropy_bits(&h) < limit
 }
 
 /// Codes one plane into `coded` (left empty when the plane is best stored as is).
@@ -51,8 +66,19 @@ fn code_counted(data: &[u8], hist: &[u32; 256], mode: Mode, coded: &mut Vec<u8>)
             Codec::Huffman
         }
         Mode::Best => {
-            range::encode(data, hist, coded);
-            Codec::Range
+            // The adaptive model follows drifting statistics (sorted ids, per-row scales) that
+            // one static table averages away; the static coder wins on stationary data by the
+            // adaptive model's learning cost. Try adaptive, keep it unless the static coder's
+            // estimated size (entropy plus its table) is smaller.
+            let used = hist.iter().filter(|&&c| c > 0).count() as f64;
+            let estimate = entropy_bits(hist) * data.len() as f64 / 8.0 + 2.0 * used + 16.0;
+            if adaptive::encode(data, coded) && (coded.len() as f64) <= estimate {
+                Codec::Adaptive
+            } else {
+                coded.clear();
+                range::encode(data, hist, coded);
+                Codec::Range
+            }
         }
     };
     if coded.len() < data.len() {
@@ -91,9 +117,32 @@ fn code_mantissas(data: &[u8], exponents: &[u8], coded: &mut Vec<u8>) -> Codec {
     code_counted(data, &hist, Mode::Best, coded)
 }
 
+/// Codes a plane after the first, on its own: entropy-coded where [`worth_coding`] says so.
+fn code_other(data: &[u8], mode: Mode, coded: &mut Vec<u8>) -> Codec {
+    code_plane(data, worth_coding(data, mode), mode, coded)
+}
+
+/// Codes planes 0 and 1 of a multi-plane block, concurrently unless BEST models plane 1 with
+/// plane 0 as context (then the exponent plane is coded on the other thread meanwhile).
+fn code_head(transform: Transform, mode: Mode, p: [&[u8]; 2], c: &mut [Vec<u8>]) -> (Codec, Codec) {
+    let [c0, c1] = c else {
+        unreachable!("code_head gets two coded buffers")
+    };
+    match mode {
+        Mode::Best if transform.exponent_aligned() => rayon::join(
+            || code_exponents(p[0], c0),
+            || code_mantissas(p[1], p[0], c1),
+        ),
+        _ => rayon::join(
+            || code_plane(p[0], true, mode, c0),
+            || code_other(p[1], mode, c1),
+        ),
+    }
+}
+
 /// Encodes one block into `out`: the record followed by the plane payloads.
 ///
-/// For 16-bit float blocks (`transform` is a 16-bit split) the split is chosen per block by
+/// For 16-bit float blocks (planned as [`Transform::Exp16`]) the split is chosen per block by
 /// measurement, so the transform recorded may differ from the one planned.
 pub fn encode_block(
     raw: &[u8],
@@ -103,49 +152,44 @@ pub fn encode_block(
     out: &mut Vec<u8>,
 ) {
     let transform = match (transform, mode) {
-        // BEST's context model is built for the exponent-aligned split.
-        (Transform::Split16 | Transform::Exp16, Mode::Best) => Transform::Exp16,
-        (Transform::Split16 | Transform::Exp16, Mode::Fast) => split::choose16(raw, false),
+        // FAST leaves plane 1 raw, so only plane 0's entropy decides; BEST's context model is
+        // built for the exponent-aligned split.
+        (Transform::Exp16, Mode::Fast) => split::choose16(raw, false),
+        (t @ (Transform::Split32 | Transform::Split64), _) => split::choose_delta(raw, t),
         (t, _) => t,
     };
-    let codecs: Vec<Codec> = match transform.planes() {
-        1 => vec![code_plane(
-            raw,
-            entropy_coded(transform, 0, mode),
-            mode,
-            &mut s.coded[0],
-        )],
-        _ => {
-            transform.split(raw, &mut s.planes);
-            let [p0, p1] = &s.planes;
-            let [c0, c1] = &mut s.coded;
-            let (a, b) = match mode {
-                Mode::Fast => rayon::join(
-                    || code_plane(p0, entropy_coded(transform, 0, mode), mode, c0),
-                    || code_plane(p1, entropy_coded(transform, 1, mode), mode, c1),
-                ),
-                Mode::Best => rayon::join(|| code_exponents(p0, c0), || code_mantissas(p1, p0, c1)),
-            };
-            vec![a, b]
-        }
-    };
-    let sources: [&[u8]; MAX_PLANES] = match transform.planes() {
-        1 => [raw, &[]],
-        _ => [&s.planes[0], &s.planes[1]],
-    };
-    let payloads: Vec<&[u8]> = codecs
-        .iter()
-        .enumerate()
-        .map(|(k, c)| match c {
-            Codec::Stored => sources[k],
-            _ => &s.coded[k][..],
+    let n = transform.planes();
+    let Scratch { planes, coded } = s;
+    let mut codecs = [Codec::Stored; MAX_PLANES];
+    if n == 1 {
+        codecs[0] = code_plane(raw, true, mode, &mut coded[0]);
+    } else {
+        transform.split(raw, planes);
+        let (head, tail) = coded[..n].split_at_mut(2);
+        let (pair, rest) = rayon::join(
+            || code_head(transform, mode, [&planes[0], &planes[1]], head),
+            || {
+                tail.par_iter_mut()
+                    .zip(&planes[2..n])
+                    .map(|(c, p)| code_other(p, mode, c))
+                    .collect::<Vec<Codec>>()
+            },
+        );
+        (codecs[0], codecs[1]) = pair;
+        codecs[2..n].copy_from_slice(&rest);
+    }
+    let payloads: Vec<&[u8]> = (0..n)
+        .map(|k| match codecs[k] {
+            Codec::Stored if n == 1 => raw,
+            Codec::Stored => &planes[k][..],
+            _ => &coded[k][..],
         })
         .collect();
     let record = BlockRecord {
         transform,
         raw_len: raw.len() as u32,
         checksum: checksum::block(raw),
-        planes: codecs
+        planes: codecs[..n]
             .iter()
             .zip(&payloads)
             .map(|(&codec, p)| PlaneEntry {
@@ -191,6 +235,36 @@ fn plane_view<'a>(
     Ok(scratch)
 }
 
+/// Decodes planes 0 and 1 of a multi-plane block into `s0`/`s1` (or borrows stored ones).
+fn decode_head<'a>(
+    e: [&PlaneEntry; 2],
+    parts: [&'a [u8]; 2],
+    plane_len: usize,
+    s0: &'a mut Vec<u8>,
+    s1: &'a mut Vec<u8>,
+) -> Result<[&'a [u8]; 2], CodecError> {
+    if e[1].codec != Codec::Context {
+        let (a, b) = rayon::join(
+            || plane_view(e[0], parts[0], plane_len, s0),
+            || plane_view(e[1], parts[1], plane_len, s1),
+        );
+        return Ok([a?, b?]);
+    }
+    s1.clear();
+    s1.resize(plane_len, 0);
+    if e[0].codec == Codec::Adaptive {
+        // Both planes in one pass: the two models interleave better than two passes.
+        s0.clear();
+        s0.resize(plane_len, 0);
+        adaptive::decode_pair(parts[0], parts[1], s0, s1)?;
+        return Ok([s0, s1]);
+    }
+    // The mantissa plane's model needs the exponents first.
+    let exps = plane_view(e[0], parts[0], plane_len, s0)?;
+    adaptive::decode_context(parts[1], exps, s1)?;
+    Ok([exps, s1])
+}
+
 /// Decodes a block whose record was validated and whose payload is `payload` into `out`
 /// (`record.raw_len` bytes), then checks the block checksum.
 pub fn decode_block(
@@ -199,7 +273,11 @@ pub fn decode_block(
     out: &mut [u8],
     s: &mut Scratch,
 ) -> Result<(), CodecError> {
-    if payload.len() as u64 != record.payload_len() || out.len() != record.raw_len as usize {
+    let n = record.planes.len();
+    if payload.len() as u64 != record.payload_len()
+        || out.len() != record.raw_len as usize
+        || n != record.transform.planes()
+    {
         return Err(CodecError("payload length does not match the record"));
     }
     let mut parts: [&[u8]; MAX_PLANES] = Default::default();
@@ -210,33 +288,25 @@ pub fn decode_block(
         rest = tail;
     }
     let plane_len = record.transform.plane_len(out.len());
-    match record.transform.planes() {
-        1 => decode_plane(&record.planes[0], parts[0], out)?,
-        _ => {
-            let [s0, s1] = &mut s.planes;
-            let (e0, e1) = (&record.planes[0], &record.planes[1]);
-            if e0.codec == Codec::Adaptive && e1.codec == Codec::Context {
-                s0.clear();
-                s0.resize(plane_len, 0);
-                s1.clear();
-                s1.resize(plane_len, 0);
-                adaptive::decode_pair(parts[0], parts[1], s0, s1)?;
-                record.transform.merge(&[s0, s1], out)?;
-            } else if e1.codec == Codec::Context {
-                // The mantissa plane's model needs the exponents first.
-                let exps = plane_view(e0, parts[0], plane_len, s0)?;
-                s1.clear();
-                s1.resize(plane_len, 0);
-                adaptive::decode_context(parts[1], exps, s1)?;
-                record.transform.merge(&[exps, s1], out)?;
-            } else {
-                let (a, b) = rayon::join(
-                    || plane_view(e0, parts[0], plane_len, s0),
-                    || plane_view(e1, parts[1], plane_len, s1),
-                );
-                record.transform.merge(&[a?, b?], out)?;
-            }
-        }
+    if n == 1 {
+        decode_plane(&record.planes[0], parts[0], out)?;
+    } else {
+        let e = &record.planes;
+        let [s0, s1, tail @ ..] = &mut s.planes;
+        let (head, rest) = rayon::join(
+            || decode_head([&e[0], &e[1]], [parts[0], parts[1]], plane_len, s0, s1),
+            || {
+                tail[..n - 2]
+                    .par_iter_mut()
+                    .zip(&e[2..])
+                    .zip(&parts[2..n])
+                    .map(|((s, e), part)| plane_view(e, part, plane_len, s))
+                    .collect::<Result<Vec<&[u8]>, CodecError>>()
+            },
+        );
+        let mut views = head?.to_vec();
+        views.extend(rest?);
+        record.transform.merge(&views, out)?;
     }
     if checksum::block(out) != record.checksum {
         return Err(CodecError(

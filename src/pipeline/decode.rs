@@ -4,7 +4,9 @@ use super::block::{decode_block, Scratch};
 use super::digest::DigestWorker;
 use super::pool::Pool;
 use super::{batch_blocks, overlap};
-use crate::container::{checksum::hex, read_exact_or, BlockRecord, FileHeader, Footer, IndexEntry};
+use crate::container::{
+    checksum::hex, read_exact_or, read_up_to, BlockRecord, FileHeader, Footer, IndexEntry,
+};
 use crate::error::{Error, Result};
 use rayon::prelude::*;
 use std::io::{self, Read, Write};
@@ -188,7 +190,7 @@ pub fn decode<R: Read + Send, W: Write + Send>(
         )));
     }
     let mut extra = [0u8; 1];
-    if r.read(&mut extra)? != 0 {
+    if read_up_to(&mut r, &mut extra)? != 0 {
         return Err(Error::Corrupt(
             "unexpected data after the end of the archive".into(),
         ));
