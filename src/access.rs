@@ -96,10 +96,7 @@ impl<R: Read + Seek + Send> Archive<R> {
             Kind::Generic => Vec::new(),
         };
         Ok(Archive {
-            stats: AccessStats {
-                archive_bytes_read: input.pos,
-                ..AccessStats::default()
-            },
+            stats: AccessStats::default(),
             input,
             header,
             footer,
@@ -288,10 +285,27 @@ impl<R: Read + Seek + Send> Archive<R> {
     }
 
     fn named_range(&self, name: &str) -> Result<Range<u64>> {
-        let t = self
-            .tensor(name)
+        self.find(name).map(|(_, range)| range)
+    }
+
+    /// The position of the tensor called `name` in [`Archive::tensors`] and its bytes in the
+    /// original file, which must hold them.
+    fn find(&self, name: &str) -> Result<(usize, Range<u64>)> {
+        let k = self
+            .tensors
+            .iter()
+            .position(|t| t.name == name)
             .ok_or_else(|| Error::InvalidArgument(format!("no tensor named {name:?}")))?;
-        Ok(self.tensor_range(t))
+        let range = self.tensor_range(&self.tensors[k]);
+        // Only a header that was wrong in the original file (say, a truncated stream) can say
+        // this; the archive holds that file faithfully.
+        if range.end > self.footer.original_len {
+            return Err(Error::Corrupt(format!(
+                "tensor {name:?} ends at byte {}, past the end of the original file ({} bytes)",
+                range.end, self.footer.original_len
+            )));
+        }
+        Ok((k, range))
     }
 
     /// Writes a safetensors file holding the tensors `names` (each once) to `out`; returns the
@@ -309,11 +323,7 @@ impl<R: Read + Seek + Send> Archive<R> {
     ) -> Result<u64> {
         let mut chosen: Vec<(usize, u64)> = Vec::new();
         for name in names {
-            let k = self
-                .tensors
-                .iter()
-                .position(|t| t.name == *name)
-                .ok_or_else(|| Error::InvalidArgument(format!("no tensor named {name:?}")))?;
+            let (k, _) = self.find(name)?;
             if !chosen.iter().any(|&(c, _)| c == k) {
                 let width = self.tensors[k].dtype.map_or(1, |d| d.width());
                 chosen.push((k, width));

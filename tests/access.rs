@@ -3,11 +3,11 @@
 
 mod common;
 
-use common::{encode_to_vec, Rng};
+use common::{encode_to_vec, safetensors, Rng};
 use sc::container::{FileHeader, Footer};
 use sc::safetensors::Header;
 use sc::{Archive, EncodeOptions, Error, Mode};
-use std::io::{Cursor, Write};
+use std::io::Cursor;
 use std::ops::Range;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -43,29 +43,6 @@ fn tensor_ranges(file: &[u8]) -> Vec<(String, Range<usize>)> {
         .collect()
 }
 
-/// Builds a safetensors file from `(name, dtype, shape, bytes)`, with `gap` bytes of padding
-/// after each tensor and the given `__metadata__` JSON.
-fn safetensors(tensors: &[(String, &str, Vec<u64>, Vec<u8>)], gap: usize, meta: &str) -> Vec<u8> {
-    let mut json = format!("{{\"__metadata__\":{meta}");
-    let mut payload = Vec::new();
-    for (name, dtype, shape, bytes) in tensors {
-        let shape: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
-        json.push_str(&format!(
-            ",\"{name}\":{{\"dtype\":\"{dtype}\",\"shape\":[{}],\"data_offsets\":[{},{}]}}",
-            shape.join(","),
-            payload.len(),
-            payload.len() + bytes.len()
-        ));
-        payload.extend_from_slice(bytes);
-        payload.extend(std::iter::repeat(0xA5).take(gap));
-    }
-    json.push('}');
-    let mut out = (json.len() as u64).to_le_bytes().to_vec();
-    out.extend_from_slice(json.as_bytes());
-    out.extend_from_slice(&payload);
-    out
-}
-
 /// BF16 values looking like trained weights: random sign and mantissa, exponents near 2^-4.
 fn weights(rng: &mut Rng, n: usize) -> Vec<u8> {
     (0..n)
@@ -82,29 +59,22 @@ fn weights(rng: &mut Rng, n: usize) -> Vec<u8> {
 /// one) between them, the way transformer checkpoints interleave them.
 fn model_20mb() -> Vec<u8> {
     let mut rng = Rng(7);
+    let names: Vec<[String; 4]> = (0..13)
+        .map(|l| ["weight", "bias", "scale", "ids"].map(|p| format!("layer.{l}.{p}")))
+        .collect();
     let mut tensors = Vec::new();
-    for layer in 0..13 {
+    for [w, b, s, i] in &names {
         tensors.push((
-            format!("layer.{layer}.weight"),
+            &w[..],
             "BF16",
             vec![768, 1024],
             weights(&mut rng, 768 * 1024),
         ));
-        tensors.push((
-            format!("layer.{layer}.bias"),
-            "BF16",
-            vec![1000],
-            weights(&mut rng, 1000),
-        ));
-        tensors.push((
-            format!("layer.{layer}.scale"),
-            "F32",
-            vec![300],
-            rng.bytes(1200),
-        ));
-        tensors.push((format!("layer.{layer}.ids"), "I64", vec![7], rng.bytes(56)));
+        tensors.push((&b[..], "BF16", vec![1000], weights(&mut rng, 1000)));
+        tensors.push((&s[..], "F32", vec![300], rng.bytes(1200)));
+        tensors.push((&i[..], "I64", vec![7], rng.bytes(56)));
     }
-    safetensors(&tensors, 0, "{\"format\":\"pt\"}")
+    safetensors(&tensors, 0, r#"{"format":"pt"}"#)
 }
 
 #[test]
@@ -278,15 +248,12 @@ fn extracted_safetensors_parse_and_match() {
 #[test]
 fn stored_bytes_account_for_the_whole_archive() {
     let mut rng = Rng(3);
-    let tensors: Vec<(String, &str, Vec<u64>, Vec<u8>)> = (0..40)
-        .map(|k| {
+    let names: Vec<String> = (0..40).map(|k| format!("t{k}")).collect();
+    let tensors: Vec<(&str, &str, Vec<u64>, Vec<u8>)> = names
+        .iter()
+        .map(|name| {
             let n = 1 + (rng.next() % 9000) as usize;
-            (
-                format!("t{k}"),
-                "BF16",
-                vec![n as u64],
-                weights(&mut rng, n),
-            )
+            (&name[..], "BF16", vec![n as u64], weights(&mut rng, n))
         })
         .collect();
     // With padding between tensors, and without.
@@ -328,6 +295,38 @@ fn generic_archives_have_no_tensors() {
     assert!(a.tensors().is_empty());
     assert_eq!(a.read_range(10..70_000).unwrap(), &data[10..70_000]);
     assert_eq!(a.stored_bytes().per_tensor.len(), 0);
+}
+
+/// A stream cut short inside its tensor data still makes a safetensors archive (the file is
+/// kept as it was); the tensors it lacks are errors, the others read normally.
+#[test]
+fn tensors_missing_from_a_truncated_original() {
+    let original = sample();
+    let ranges = tensor_ranges(&original);
+    let (cut_name, cut) = ranges.last().unwrap().clone();
+    let short = &original[..cut.start + 10];
+    let mut archive = Vec::new();
+    sc::encode(
+        short,
+        None,
+        &mut archive,
+        &EncodeOptions::default(),
+        &mut |_| {},
+    )
+    .unwrap();
+    let mut a = open(&archive);
+    assert_eq!(a.tensors().len(), ranges.len());
+    let (name, range) = &ranges[0];
+    assert!(a.read_tensor(name).unwrap() == original[range.clone()]);
+    assert!(
+        matches!(a.read_tensor(&cut_name), Err(Error::Corrupt(m)) if m.contains("past the end"))
+    );
+    assert!(a
+        .write_safetensors(&[name, &cut_name], &mut Vec::new())
+        .is_err());
+    let s = a.stored_bytes();
+    let total: u64 = s.per_tensor.iter().sum::<u64>() + s.between_tensors + s.container;
+    assert_eq!(total, archive.len() as u64);
 }
 
 /// Every single-byte change and every truncation of a small archive: opening and reading every
@@ -436,23 +435,18 @@ fn index_that_disagrees_with_the_blocks_is_rejected() {
 // The command line
 // ---------------------------------------------------------------------------------------------
 
-/// Runs `sc args...` in `dir` with `stdin`; returns what it did.
-fn sc(dir: &Path, args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sc"))
+/// Runs `sc args...` in `dir`, its stdin read from the file `stdin` (else empty).
+fn sc(dir: &Path, args: &[&str], stdin: Option<&Path>) -> Output {
+    let input = match stdin {
+        Some(p) => Stdio::from(std::fs::File::open(p).unwrap()),
+        None => Stdio::null(),
+    };
+    let out = Command::new(env!("CARGO_BIN_EXE_sc"))
         .args(args)
         .current_dir(dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start sc");
-    let mut pipe = child.stdin.take().unwrap();
-    let data = stdin.to_vec();
-    let feeder = std::thread::spawn(move || {
-        let _ = pipe.write_all(&data);
-    });
-    let out = child.wait_with_output().unwrap();
-    feeder.join().unwrap();
+        .stdin(input)
+        .output()
+        .expect("run sc");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("panicked"), "sc {args:?} panicked: {err}");
     out
@@ -484,9 +478,14 @@ fn cli_list_and_extract_on_a_streamed_archive() {
     let d = dir.path();
     let original = sample();
     // Encoded from a pipe to a pipe: the index at the end makes the landed file seekable.
-    let streamed = ok(sc(d, &["encode", "-", "-c", "-b", "64K"], &original)).stdout;
+    let streamed = ok(sc(
+        d,
+        &["encode", "-", "-c", "-b", "64K"],
+        Some(Path::new(SAMPLE)),
+    ))
+    .stdout;
     std::fs::write(d.join("m.safetensors.sc"), &streamed).unwrap();
-    let listing = String::from_utf8(ok(sc(d, &["list", "m.safetensors.sc"], b"")).stdout).unwrap();
+    let listing = String::from_utf8(ok(sc(d, &["list", "m.safetensors.sc"], None)).stdout).unwrap();
     let a = open(&streamed);
     let sizes = a.stored_bytes();
     for (t, stored) in a.tensors().iter().zip(&sizes.per_tensor) {
@@ -519,7 +518,7 @@ fn cli_list_and_extract_on_a_streamed_archive() {
     let out = ok(sc(
         d,
         &["extract", "m.safetensors.sc", "-t", name, "-v"],
-        b"",
+        None,
     ));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("decoded 5 of"), "{err}");
@@ -528,13 +527,13 @@ fn cli_list_and_extract_on_a_streamed_archive() {
     let base = 8 + h.json_len as usize;
     assert!(file[base..] == original[range.clone()]);
     fails(
-        sc(d, &["extract", "m.safetensors.sc", "-t", name], b""),
+        sc(d, &["extract", "m.safetensors.sc", "-t", name], None),
         "already exists",
     );
     ok(sc(
         d,
         &["extract", "-f", "-q", "m.safetensors.sc", "-t", name],
-        b"",
+        None,
     ));
 
     // --raw to stdout, in the order given.
@@ -550,7 +549,7 @@ fn cli_list_and_extract_on_a_streamed_archive() {
         "-t",
         name,
     ];
-    let raw = ok(sc(d, &args, b"")).stdout;
+    let raw = ok(sc(d, &args, None)).stdout;
     let mut expect = original[range2].to_vec();
     expect.extend_from_slice(&original[range]);
     assert!(raw == expect);
@@ -566,26 +565,26 @@ fn cli_errors() {
         sc(
             d,
             &["extract", "m.sc", "-t", "embeddings.LayerNorm.weigt"],
-            b"",
+            None,
         ),
         "no tensor named",
     );
     assert!(err.contains("\"embeddings.LayerNorm.weight\""), "{err}");
-    fails(sc(d, &["extract", "m.sc", "-t", "zzz"], b""), "sc list");
+    fails(sc(d, &["extract", "m.sc", "-t", "zzz"], None), "sc list");
     fails(
-        sc(d, &["extract", "-", "-t", "x"], &archive),
+        sc(d, &["extract", "-", "-t", "x"], Some(&d.join("m.sc"))),
         "seekable archive",
     );
     let generic = encode_to_vec(b"just some bytes", &EncodeOptions::default());
     std::fs::write(d.join("g.sc"), generic).unwrap();
-    fails(sc(d, &["list", "g.sc"], b""), "not safetensors");
+    fails(sc(d, &["list", "g.sc"], None), "not safetensors");
     let mut bad = archive.clone();
     let n = bad.len();
     bad[n - 30] ^= 1;
     std::fs::write(d.join("bad.sc"), bad).unwrap();
-    fails(sc(d, &["list", "bad.sc"], b""), "corrupt");
+    fails(sc(d, &["list", "bad.sc"], None), "corrupt");
     // A missing --tensor is a usage error.
-    assert_eq!(sc(d, &["extract", "m.sc"], b"").status.code(), Some(2));
+    assert_eq!(sc(d, &["extract", "m.sc"], None).status.code(), Some(2));
     // Nothing was left behind by the failures.
     let mut files: Vec<String> = std::fs::read_dir(d)
         .unwrap()
