@@ -19,6 +19,7 @@
 
 #![warn(missing_docs)]
 
+pub mod access;
 pub mod archive;
 pub mod container;
 pub mod entropy;
@@ -28,6 +29,7 @@ pub mod pipeline;
 pub mod safetensors;
 pub mod split;
 
+pub use access::{AccessStats, Archive, StoredBytes};
 pub use archive::{inspect, ArchiveInfo};
 pub use container::{Kind, Mode};
 pub use error::{Error, Result};

@@ -6,6 +6,8 @@
 //! and never panic; an archive that still decodes is only accepted if its output is exactly the
 //! original. `sc::inspect` runs on every mutated archive too and must not panic.
 
+mod common;
+
 use sc::container::{
     BlockRecord, Codec, FileHeader, Footer, PlaneEntry, HEADER_FIXED_LEN, INDEX_ENTRY_LEN,
     MAX_BLOCK_SIZE, TRAILER_LEN,
@@ -265,26 +267,7 @@ impl Rng {
 
 /// Builds a small safetensors file from `(name, dtype, shape, bytes)`.
 fn safetensors(tensors: &[(&str, &str, Vec<u64>, Vec<u8>)]) -> Vec<u8> {
-    let mut json = String::from("{\"__metadata__\":{\"format\":\"pt\"}");
-    let mut payload = Vec::new();
-    for (name, dtype, shape, bytes) in tensors {
-        let shape: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
-        json.push_str(&format!(
-            ",\"{name}\":{{\"dtype\":\"{dtype}\",\"shape\":[{}],\"data_offsets\":[{},{}]}}",
-            shape.join(","),
-            payload.len(),
-            payload.len() + bytes.len()
-        ));
-        payload.extend_from_slice(bytes);
-    }
-    json.push('}');
-    while json.len() % 8 != 0 {
-        json.push(' ');
-    }
-    let mut out = (json.len() as u64).to_le_bytes().to_vec();
-    out.extend_from_slice(json.as_bytes());
-    out.extend_from_slice(&payload);
-    out
+    common::safetensors(tensors, 0, r#"{"format":"pt"}"#)
 }
 
 /// A small safetensors file with BF16 weights, zeros (const planes), I64 ids and F32 values.

@@ -1,5 +1,6 @@
 //! The `sc` command line: argument parsing and the thin glue between files and the library.
 
+mod access;
 mod output;
 
 use anyhow::{bail, Context, Result};
@@ -32,6 +33,11 @@ enum Command {
     Verify(VerifyArgs),
     /// Show an archive's mode, sizes, codecs, dtypes and the kept safetensors header
     Info(InfoArgs),
+    /// List the tensors of a safetensors archive: dtype, shape, original and compressed bytes
+    List(access::ListArgs),
+    /// Write chosen tensors as a safetensors file (or raw bytes), decoding only their blocks
+    /// (default output: INPUT without .sc and .safetensors, plus .extract.safetensors or .bin)
+    Extract(access::ExtractArgs),
     /// Experiment: bits per value of each model variant on a safetensors file's BF16/F16
     /// tensors, next to the order-0 entropies
     Models(ModelsArgs),
@@ -58,9 +64,6 @@ struct OutputArgs {
     /// Overwrite an existing output file
     #[arg(short, long)]
     force: bool,
-    /// Delete the input once the output file is written and verified by reading it back
-    #[arg(long)]
-    rm: bool,
 }
 
 #[derive(Args, Debug)]
@@ -75,6 +78,9 @@ struct EncodeArgs {
     block_size: u32,
     #[command(flatten)]
     out: OutputArgs,
+    /// Delete INPUT once the archive is written and verified by decoding it back
+    #[arg(long)]
+    rm: bool,
     #[command(flatten)]
     common: Common,
 }
@@ -87,6 +93,9 @@ struct DecodeArgs {
     /// always checked)
     #[arg(long)]
     md5: bool,
+    /// Delete INPUT once the restored file is written and its MD5 checked, also on disk
+    #[arg(long)]
+    rm: bool,
     #[command(flatten)]
     out: OutputArgs,
     #[command(flatten)]
@@ -147,6 +156,8 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Decode(a) => with_threads(a.common.threads, || decode(&a)),
         Command::Verify(a) => with_threads(a.common.threads, || verify(&a)),
         Command::Info(a) => info(&a),
+        Command::List(a) => access::list(&a),
+        Command::Extract(a) => access::extract(&a),
         Command::Models(a) => with_threads(a.common.threads, || models(&a)),
     }
 }
@@ -265,7 +276,7 @@ fn encode(a: &EncodeArgs) -> Result<()> {
         s.push(".sc");
         Ok(PathBuf::from(s))
     })?;
-    if a.out.rm {
+    if a.rm {
         check_rm(&a.input, dest.as_deref())?;
     }
     let opts = EncodeOptions {
@@ -295,7 +306,7 @@ fn encode(a: &EncodeArgs) -> Result<()> {
             mb_per_s(report.original_len, start)
         ));
     }
-    if a.out.rm {
+    if a.rm {
         // Decode the archive as written and compare with the MD5 of what was read.
         let dest = dest.as_deref().unwrap_or(Path::new("-"));
         let (archive, len) = open_input(dest)?;
@@ -335,11 +346,11 @@ fn decode(a: &DecodeArgs) -> Result<()> {
             p.display()
         ),
     })?;
-    if a.out.rm {
+    if a.rm {
         check_rm(&a.input, dest.as_deref())?;
     }
     let opts = DecodeOptions {
-        check_md5: a.md5 || a.out.rm,
+        check_md5: a.md5 || a.rm,
         archive_len: len,
     };
     let bar = progress_bar(len, a.common.quiet);
@@ -359,7 +370,7 @@ fn decode(a: &DecodeArgs) -> Result<()> {
             if opts.check_md5 { ", MD5 OK" } else { "" }
         ));
     }
-    if let (true, Some(dest)) = (a.out.rm, dest.as_deref()) {
+    if let (true, Some(dest)) = (a.rm, dest.as_deref()) {
         // The MD5 was checked on the way out; check the file that landed as well.
         remove_input(&a.input, md5_of_file(dest)? == report.stored_md5)?;
     }

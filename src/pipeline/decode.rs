@@ -39,9 +39,9 @@ pub struct DecodeReport {
 }
 
 /// A reader that counts the bytes it has delivered.
-struct Counting<R> {
-    inner: R,
-    pos: u64,
+pub(crate) struct Counting<R> {
+    pub(crate) inner: R,
+    pub(crate) pos: u64,
 }
 
 impl<R: Read> Read for Counting<R> {
@@ -96,10 +96,10 @@ impl BatchReader {
 }
 
 /// Block number, record and payload of a block read but not yet decoded.
-type Block = (u64, BlockRecord, Vec<u8>);
+pub(crate) type Block = (u64, BlockRecord, Vec<u8>);
 
 /// Decodes a batch in parallel.
-fn decode_batch(
+pub(crate) fn decode_batch(
     batch: &[Block],
     buffers: &Pool<Vec<u8>>,
     scratch: &Pool<Scratch>,

@@ -36,3 +36,30 @@ pub fn encode_to_vec(input: &[u8], opts: &sc::EncodeOptions) -> Vec<u8> {
     .expect("encoding into memory cannot fail");
     archive
 }
+
+/// Builds a safetensors file from `(name, dtype, shape, bytes)` in that order, with `gap` bytes
+/// of padding after each tensor and `meta` (JSON) as `__metadata__`; the JSON is padded to a
+/// multiple of 8 bytes, as the reference writer does.
+pub fn safetensors(tensors: &[(&str, &str, Vec<u64>, Vec<u8>)], gap: usize, meta: &str) -> Vec<u8> {
+    let mut json = format!("{{\"__metadata__\":{meta}");
+    let mut payload = Vec::new();
+    for (name, dtype, shape, bytes) in tensors {
+        let shape: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+        json.push_str(&format!(
+            ",\"{name}\":{{\"dtype\":\"{dtype}\",\"shape\":[{}],\"data_offsets\":[{},{}]}}",
+            shape.join(","),
+            payload.len(),
+            payload.len() + bytes.len()
+        ));
+        payload.extend_from_slice(bytes);
+        payload.extend(std::iter::repeat(0xA5).take(gap));
+    }
+    json.push('}');
+    while json.len() % 8 != 0 {
+        json.push(' ');
+    }
+    let mut out = (json.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(json.as_bytes());
+    out.extend_from_slice(&payload);
+    out
+}

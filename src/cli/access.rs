@@ -1,0 +1,225 @@
+//! `sc list` and `sc extract`: the tensors of an archive, read through its index.
+
+use super::{
+    destination, is_stdio, note, print_stdout, with_threads, write_with, Common, OutputArgs,
+};
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use sc::{Archive, Kind};
+use std::fmt::Write as _;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+#[derive(Args, Debug)]
+pub(super) struct ListArgs {
+    /// Archive of a safetensors file
+    input: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub(super) struct ExtractArgs {
+    /// Archive of a safetensors file
+    input: PathBuf,
+    /// Tensor to extract (repeat for several); `sc list` shows the names
+    #[arg(short, long = "tensor", value_name = "NAME", required = true)]
+    tensors: Vec<String>,
+    /// Write the tensors' bytes back to back, in the order given, instead of a safetensors file
+    #[arg(long)]
+    raw: bool,
+    #[command(flatten)]
+    out: OutputArgs,
+    /// Report the blocks decoded and the archive bytes read
+    #[arg(short, long)]
+    verbose: bool,
+    #[command(flatten)]
+    common: Common,
+}
+
+/// Opens `path` for random access; it must be a safetensors archive.
+fn open(path: &Path) -> Result<Archive<File>> {
+    if is_stdio(path) {
+        bail!("reading tensors needs a seekable archive file, not stdin");
+    }
+    let f = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let archive = Archive::open(f).with_context(|| format!("reading {}", path.display()))?;
+    if archive.header().kind != Kind::Safetensors {
+        bail!(
+            "{} holds a generic file, not safetensors: it has no tensors (use sc decode)",
+            path.display()
+        );
+    }
+    Ok(archive)
+}
+
+fn shape(dims: &[u64]) -> String {
+    let dims: Vec<String> = dims.iter().map(u64::to_string).collect();
+    format!("[{}]", dims.join(", "))
+}
+
+fn percent(part: u64, whole: u64) -> f64 {
+    100.0 * part as f64 / whole.max(1) as f64
+}
+
+pub(super) fn list(a: &ListArgs) -> Result<()> {
+    let archive = open(&a.input)?;
+    let sizes = archive.stored_bytes();
+    let rows: Vec<[String; 6]> = archive
+        .tensors()
+        .iter()
+        .zip(&sizes.per_tensor)
+        .map(|(t, &stored)| {
+            let len = t.end - t.begin;
+            [
+                t.name.clone(),
+                t.dtype_name.clone(),
+                shape(&t.shape),
+                len.to_string(),
+                stored.to_string(),
+                format!("{:.2}", percent(stored, len)),
+            ]
+        })
+        .collect();
+    let original: u64 = archive.tensors().iter().map(|t| t.end - t.begin).sum();
+    let stored: u64 = sizes.per_tensor.iter().sum();
+    let head = ["name", "dtype", "shape", "original", "compressed", "%"].map(String::from);
+    let total = [
+        format!("total ({} tensors)", rows.len()),
+        String::new(),
+        String::new(),
+        original.to_string(),
+        stored.to_string(),
+        format!("{:.2}", percent(stored, original)),
+    ];
+    let mut widths = [0usize; 6];
+    for row in std::iter::once(&head).chain(&rows).chain([&total]) {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut t = String::new();
+    for row in std::iter::once(&head).chain(&rows).chain([&total]) {
+        let [name, dtype, dims, orig, comp, pct] = row;
+        let [w0, w1, w2, w3, w4, w5] = widths;
+        writeln!(
+            t,
+            "{name:<w0$}  {dtype:<w1$}  {dims:<w2$}  {orig:>w3$}  {comp:>w4$}  {pct:>w5$}"
+        )?;
+    }
+    writeln!(
+        t,
+        "archive: {} bytes = {stored} tensors + {} between tensors + {} header and index",
+        archive.archive_len(),
+        sizes.between_tensors,
+        sizes.container
+    )?;
+    print_stdout(&t)
+}
+
+/// Names in `names` closest to `wanted`, for the error message.
+fn near_names<'a>(wanted: &str, names: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut scored: Vec<(usize, &str)> = names
+        .map(|n| {
+            let d = if n.contains(wanted) || wanted.contains(n) {
+                0
+            } else {
+                edit_distance(wanted, n)
+            };
+            (d, n)
+        })
+        .filter(|&(d, _)| d <= wanted.chars().count().max(4) / 2)
+        .collect();
+    scored.sort();
+    scored.into_iter().take(3).map(|(_, n)| n).collect()
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diag = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let next = (diag + usize::from(ca != cb))
+                .min(row[j] + 1)
+                .min(row[j + 1] + 1);
+            diag = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}
+
+fn default_output(input: &Path, raw: bool) -> Result<PathBuf> {
+    let name = input
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stem = name.strip_suffix(".sc").unwrap_or(&name);
+    let stem = stem.strip_suffix(".safetensors").unwrap_or(stem);
+    let ext = if raw { "bin" } else { "safetensors" };
+    Ok(input.with_file_name(format!("{stem}.extract.{ext}")))
+}
+
+pub(super) fn extract(a: &ExtractArgs) -> Result<()> {
+    with_threads(a.common.threads, || extract_on_pool(a))
+}
+
+fn extract_on_pool(a: &ExtractArgs) -> Result<()> {
+    let mut archive = open(&a.input)?;
+    for name in &a.tensors {
+        if archive.tensor(name).is_none() {
+            let near = near_names(name, archive.tensors().iter().map(|t| t.name.as_str()));
+            let hint = match near.as_slice() {
+                [] => String::new(),
+                n => {
+                    let quoted: Vec<String> = n.iter().map(|n| format!("{n:?}")).collect();
+                    format!("; did you mean {}?", quoted.join(", "))
+                }
+            };
+            bail!(
+                "no tensor named {name:?} in {}{hint} (sc list {} shows all {})",
+                a.input.display(),
+                a.input.display(),
+                archive.tensors().len()
+            );
+        }
+    }
+    let dest = destination(&a.input, &a.out, |p| default_output(p, a.raw))?;
+    let names: Vec<&str> = a.tensors.iter().map(String::as_str).collect();
+    let written = write_with(dest.as_deref(), a.out.force, true, |out| {
+        let written = if a.raw {
+            let mut n = 0;
+            for name in &names {
+                archive.read_tensor_to(name, out)?;
+                n += archive.tensor(name).map_or(0, |t| t.end - t.begin);
+            }
+            n
+        } else {
+            archive.write_safetensors(&names, out)?
+        };
+        Ok(written)
+    })
+    .with_context(|| format!("extracting from {}", a.input.display()))?;
+    let s = archive.stats();
+    if a.verbose {
+        note(format_args!(
+            "{}: decoded {} of {} blocks: {} archive bytes read for them, {} bytes decoded; {} archive bytes read in all",
+            a.input.display(),
+            s.blocks_decoded,
+            archive.footer().index.len(),
+            s.block_bytes_read,
+            s.bytes_decoded,
+            s.archive_bytes_read
+        ));
+    }
+    if !a.common.quiet {
+        note(format_args!(
+            "{}: {} tensor(s), {written} bytes -> {}",
+            a.input.display(),
+            a.tensors.len(),
+            dest.as_deref()
+                .map_or("stdout".into(), |d| d.display().to_string())
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,595 @@
+//! Random access: tensors and byte ranges read through the index (`sc::Archive`), `sc list` and
+//! `sc extract`, and how many blocks a read decodes.
+
+mod common;
+
+use common::{encode_to_vec, safetensors, Rng};
+use sc::container::{FileHeader, Footer};
+use sc::safetensors::Header;
+use sc::{Archive, EncodeOptions, Error, Mode};
+use std::io::Cursor;
+use std::ops::Range;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+const SAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/sample.safetensors");
+const MIB: usize = 1 << 20;
+
+fn sample() -> Vec<u8> {
+    std::fs::read(SAMPLE).expect("testdata/sample.safetensors")
+}
+
+fn open(archive: &[u8]) -> Archive<Cursor<&[u8]>> {
+    Archive::open(Cursor::new(archive)).expect("open a good archive")
+}
+
+/// Where each tensor's bytes are in `file`, by name, from its own header.
+fn tensor_ranges(file: &[u8]) -> Vec<(String, Range<usize>)> {
+    let json_len = u64::from_le_bytes(file[..8].try_into().unwrap()) as usize;
+    let h = Header::parse(
+        &file[8..8 + json_len],
+        Some((file.len() - 8 - json_len) as u64),
+    )
+    .expect("valid safetensors");
+    let base = 8 + json_len;
+    h.tensors
+        .iter()
+        .map(|t| {
+            (
+                t.name.clone(),
+                base + t.begin as usize..base + t.end as usize,
+            )
+        })
+        .collect()
+}
+
+/// BF16 values looking like trained weights: random sign and mantissa, exponents near 2^-4.
+fn weights(rng: &mut Rng, n: usize) -> Vec<u8> {
+    (0..n)
+        .flat_map(|_| {
+            let r = rng.next();
+            let exp = 119 + (r % 5) as u16;
+            let v = ((r >> 8) as u16 & 0x807F) | (exp << 7);
+            v.to_le_bytes()
+        })
+        .collect()
+}
+
+/// About 20 MB: 1.5 MiB BF16 matrices with small tensors (norms, biases, an F32 and an I64
+/// one) between them, the way transformer checkpoints interleave them.
+fn model_20mb() -> Vec<u8> {
+    let mut rng = Rng(7);
+    let names: Vec<[String; 4]> = (0..13)
+        .map(|l| ["weight", "bias", "scale", "ids"].map(|p| format!("layer.{l}.{p}")))
+        .collect();
+    let mut tensors = Vec::new();
+    for [w, b, s, i] in &names {
+        tensors.push((
+            &w[..],
+            "BF16",
+            vec![768, 1024],
+            weights(&mut rng, 768 * 1024),
+        ));
+        tensors.push((&b[..], "BF16", vec![1000], weights(&mut rng, 1000)));
+        tensors.push((&s[..], "F32", vec![300], rng.bytes(1200)));
+        tensors.push((&i[..], "I64", vec![7], rng.bytes(56)));
+    }
+    safetensors(&tensors, 0, r#"{"format":"pt"}"#)
+}
+
+#[test]
+fn every_tensor_and_range_at_every_block_size_and_mode() {
+    let original = sample();
+    let tensors = tensor_ranges(&original);
+    for mode in [Mode::Fast, Mode::Best] {
+        for block_size in [4 << 10, 64 << 10, 1 << 20] {
+            let what = format!("{mode:?} {block_size}");
+            let archive = encode_to_vec(&original, &EncodeOptions { mode, block_size });
+            let mut a = open(&archive);
+            assert_eq!(a.tensors().len(), tensors.len(), "{what}");
+            for (name, range) in &tensors {
+                let before = a.stats();
+                let got = a.read_tensor(name).unwrap();
+                assert!(
+                    got == original[range.clone()],
+                    "{what}: tensor {name} differs"
+                );
+                // A tensor never costs more blocks than its length needs, plus one.
+                let blocks = a.stats().blocks_decoded - before.blocks_decoded;
+                let most = range.len().div_ceil(block_size as usize) + 1;
+                assert!(
+                    blocks as usize <= most,
+                    "{what}: {name} decoded {blocks} blocks"
+                );
+            }
+            // Ranges starting in the kept header, crossing block boundaries, empty, whole file.
+            let len = original.len() as u64;
+            let mut rng = Rng(block_size as u64);
+            let mut ranges = vec![0..len, 0..3, 5..len / 2, len - 1..len, 100..100];
+            for _ in 0..20 {
+                let a = rng.next() % len;
+                let b = a + rng.next() % (len - a).min(3 * block_size as u64);
+                ranges.push(a..b);
+            }
+            for r in ranges {
+                let got = a.read_range(r.clone()).unwrap();
+                let want = &original[r.start as usize..r.end as usize];
+                assert!(got == want, "{what}: range {r:?} differs");
+            }
+            assert!(matches!(
+                a.read_range(len - 1..len + 1),
+                Err(Error::InvalidArgument(_))
+            ));
+            assert!(matches!(
+                a.read_tensor("no such tensor"),
+                Err(Error::InvalidArgument(_))
+            ));
+        }
+    }
+}
+
+#[test]
+fn a_tensor_decodes_only_its_blocks() {
+    let original = model_20mb();
+    assert!(original.len() > 20_000_000);
+    let opts = EncodeOptions {
+        mode: Mode::Fast,
+        block_size: MIB as u32,
+    };
+    let archive = encode_to_vec(&original, &opts);
+    let mut a = open(&archive);
+    let index_len = a.footer().index.len();
+    let opened = a.stats();
+    // Opening reads the header, index and trailer only (the trailer twice).
+    assert_eq!(opened.blocks_decoded, 0);
+    let container = a.header().encoded_len() + Footer::encoded_len(index_len as u64);
+    assert!(opened.archive_bytes_read <= container + 52, "{opened:?}");
+    let want = &tensor_ranges(&original);
+    let (_, range) = want.iter().find(|(n, _)| n == "layer.6.weight").unwrap();
+    let got = a.read_tensor("layer.6.weight").unwrap();
+    assert_eq!(got.len(), 1_572_864);
+    assert!(got == original[range.clone()]);
+    let s = a.stats();
+    assert_eq!(s.blocks_decoded, 2, "{s:?}");
+    assert!(s.bytes_decoded < 3_000_000, "{s:?}");
+    assert!(s.block_bytes_read < 3_000_000, "{s:?}");
+    assert!(
+        s.archive_bytes_read - opened.archive_bytes_read == s.block_bytes_read,
+        "{s:?}"
+    );
+    // Small tensors share a block: reading one costs that block, and its neighbour in the same
+    // block comes from the block kept from the last read.
+    let mut a = open(&archive);
+    a.read_tensor("layer.3.scale").unwrap();
+    let one = a.stats();
+    assert_eq!(one.blocks_decoded, 1, "{one:?}");
+    assert!(one.bytes_decoded <= MIB as u64, "{one:?}");
+    assert_eq!(
+        a.read_tensor("layer.3.ids").unwrap(),
+        original[want
+            .iter()
+            .find(|(n, _)| n == "layer.3.ids")
+            .unwrap()
+            .1
+            .clone()]
+    );
+    assert_eq!(a.stats().blocks_decoded, 1);
+}
+
+/// Parses an extracted safetensors file and checks its layout: no holes, every tensor aligned
+/// to its element size, the header padded to 8 bytes.
+fn check_layout(file: &[u8]) -> (Header, serde_json::Value) {
+    let json_len = u64::from_le_bytes(file[..8].try_into().unwrap()) as usize;
+    assert_eq!((8 + json_len) % 8, 0, "data does not start 8-aligned");
+    let json = &file[8..8 + json_len];
+    let h = Header::parse(json, Some((file.len() - 8 - json_len) as u64)).expect("parses");
+    let mut end = 0;
+    for t in &h.tensors {
+        assert_eq!(t.begin, end, "hole or overlap before {}", t.name);
+        assert_eq!(t.begin % t.dtype.map_or(1, |d| d.width()), 0, "{}", t.name);
+        end = t.end;
+    }
+    assert_eq!(end as usize, file.len() - 8 - json_len, "trailing bytes");
+    (h, serde_json::from_slice(json).unwrap())
+}
+
+#[test]
+fn extracted_safetensors_parse_and_match() {
+    let original = sample();
+    let source = tensor_ranges(&original);
+    let archive = encode_to_vec(
+        &original,
+        &EncodeOptions {
+            mode: Mode::Best,
+            block_size: 64 << 10,
+        },
+    );
+    let mut a = open(&archive);
+    let picks: &[&[&str]] = &[
+        &["embeddings.LayerNorm.bias"],
+        // Mixed widths (BF16 768 bytes before an I64 and an F32), and a name given twice.
+        &[
+            "embeddings.LayerNorm.bias",
+            "f32.pooler.dense.weight",
+            "embeddings.position_ids",
+            "embeddings.LayerNorm.bias",
+            "f16.embedding.weight",
+        ],
+        &source.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
+    ];
+    for names in picks {
+        let mut out = Vec::new();
+        let written = a.write_safetensors(names, &mut out).unwrap();
+        assert_eq!(written, out.len() as u64);
+        let (h, json) = check_layout(&out);
+        let mut unique = names.to_vec();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(h.tensors.len(), unique.len());
+        assert_eq!(json["__metadata__"]["format"], "pt", "metadata kept");
+        let base = 8 + h.json_len as usize;
+        for t in &h.tensors {
+            let (_, range) = source.iter().find(|(n, _)| *n == t.name).unwrap();
+            let orig = a.tensor(&t.name).unwrap();
+            assert_eq!((&t.dtype_name, &t.shape), (&orig.dtype_name, &orig.shape));
+            let got = &out[base + t.begin as usize..base + t.end as usize];
+            assert!(got == &original[range.clone()], "{} differs", t.name);
+        }
+        // The encoder takes the result for safetensors, as it would any valid file.
+        let again = encode_to_vec(&out, &EncodeOptions::default());
+        assert_eq!(open(&again).tensors().len(), unique.len());
+    }
+    assert!(matches!(
+        a.write_safetensors(&["embeddings.LayerNorm.bias", "nope"], &mut Vec::new()),
+        Err(Error::InvalidArgument(m)) if m.contains("nope")
+    ));
+}
+
+#[test]
+fn stored_bytes_account_for_the_whole_archive() {
+    let mut rng = Rng(3);
+    let names: Vec<String> = (0..40).map(|k| format!("t{k}")).collect();
+    let tensors: Vec<(&str, &str, Vec<u64>, Vec<u8>)> = names
+        .iter()
+        .map(|name| {
+            let n = 1 + (rng.next() % 9000) as usize;
+            (&name[..], "BF16", vec![n as u64], weights(&mut rng, n))
+        })
+        .collect();
+    // With padding between tensors, and without.
+    for (gap, file) in [(6, safetensors(&tensors, 6, "{}")), (0, sample())] {
+        for block_size in [4096, 64 << 10] {
+            let archive = encode_to_vec(
+                &file,
+                &EncodeOptions {
+                    mode: Mode::Fast,
+                    block_size,
+                },
+            );
+            let a = open(&archive);
+            let s = a.stored_bytes();
+            let total: u64 = s.per_tensor.iter().sum::<u64>() + s.between_tensors + s.container;
+            assert_eq!(total, archive.len() as u64);
+            let header = FileHeader::read(&mut &archive[..], None).unwrap();
+            let blocks = a.footer().index.len() as u64;
+            assert_eq!(
+                s.container,
+                header.encoded_len() + Footer::encoded_len(blocks)
+            );
+            assert_eq!(s.between_tensors > 0, gap > 0, "gap {gap}");
+            for (t, &stored) in a.tensors().iter().zip(&s.per_tensor) {
+                // Its bytes, give or take compression and a share of record overhead.
+                let len = t.end - t.begin;
+                assert!(len < 64 || stored > 0, "{}", t.name);
+                assert!(stored <= len + 64 * len.div_ceil(512), "{}", t.name);
+            }
+        }
+    }
+}
+
+#[test]
+fn generic_archives_have_no_tensors() {
+    let data = Rng(5).bytes(100_000);
+    let archive = encode_to_vec(&data, &EncodeOptions::default());
+    let mut a = open(&archive);
+    assert!(a.tensors().is_empty());
+    assert_eq!(a.read_range(10..70_000).unwrap(), &data[10..70_000]);
+    assert_eq!(a.stored_bytes().per_tensor.len(), 0);
+}
+
+/// A stream cut short inside its tensor data still makes a safetensors archive (the file is
+/// kept as it was); the tensors it lacks are errors, the others read normally.
+#[test]
+fn tensors_missing_from_a_truncated_original() {
+    let original = sample();
+    let ranges = tensor_ranges(&original);
+    let (cut_name, cut) = ranges.last().unwrap().clone();
+    let short = &original[..cut.start + 10];
+    let mut archive = Vec::new();
+    sc::encode(
+        short,
+        None,
+        &mut archive,
+        &EncodeOptions::default(),
+        &mut |_| {},
+    )
+    .unwrap();
+    let mut a = open(&archive);
+    assert_eq!(a.tensors().len(), ranges.len());
+    let (name, range) = &ranges[0];
+    assert!(a.read_tensor(name).unwrap() == original[range.clone()]);
+    assert!(
+        matches!(a.read_tensor(&cut_name), Err(Error::Corrupt(m)) if m.contains("past the end"))
+    );
+    assert!(a
+        .write_safetensors(&[name, &cut_name], &mut Vec::new())
+        .is_err());
+    let s = a.stored_bytes();
+    let total: u64 = s.per_tensor.iter().sum::<u64>() + s.between_tensors + s.container;
+    assert_eq!(total, archive.len() as u64);
+}
+
+/// Every single-byte change and every truncation of a small archive: opening and reading every
+/// tensor must give the original bytes or an error, never a panic.
+#[test]
+fn corrupt_archives_give_errors() {
+    let tiny = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/testdata/tiny.safetensors"
+    ))
+    .unwrap();
+    let names: Vec<String> = tensor_ranges(&tiny).into_iter().map(|(n, _)| n).collect();
+    for mode in [Mode::Fast, Mode::Best] {
+        let archive = encode_to_vec(
+            &tiny,
+            &EncodeOptions {
+                mode,
+                block_size: 4096,
+            },
+        );
+        let read_all = |bytes: &[u8]| -> sc::Result<Vec<u8>> {
+            let mut a = Archive::open(Cursor::new(bytes))?;
+            let mut out = Vec::new();
+            for n in &names {
+                out.extend(a.read_tensor(n)?);
+            }
+            out.extend(a.read_range(0..a.original_len())?);
+            Ok(out)
+        };
+        let good = read_all(&archive).unwrap();
+        let (mut failed, mut same) = (0, 0);
+        for pos in 0..archive.len() {
+            for flip in [1 << (pos % 8), 0xFF] {
+                let mut bad = archive.clone();
+                bad[pos] ^= flip;
+                let r = std::panic::catch_unwind(|| read_all(&bad))
+                    .unwrap_or_else(|_| panic!("{mode:?}: panic with byte {pos} ^ {flip:#x}"));
+                match r {
+                    Err(_) => failed += 1,
+                    Ok(out) if out == good => same += 1,
+                    Ok(_) => panic!("{mode:?}: wrong bytes with byte {pos} ^ {flip:#x}"),
+                }
+            }
+        }
+        // Only slack bits of entropy-coded payloads may go unnoticed.
+        eprintln!("{mode:?}: {failed} errors, {same} unnoticed");
+        assert!(
+            same * 50 < failed,
+            "{mode:?}: {same} unnoticed, {failed} errors"
+        );
+        for len in 0..archive.len() {
+            assert!(read_all(&archive[..len]).is_err(), "truncated to {len}");
+        }
+    }
+}
+
+/// An index rewritten consistently (its checksum recomputed) but describing other blocks.
+#[test]
+fn index_that_disagrees_with_the_blocks_is_rejected() {
+    let original = sample();
+    let archive = encode_to_vec(
+        &original,
+        &EncodeOptions {
+            mode: Mode::Fast,
+            block_size: 64 << 10,
+        },
+    );
+    let footer = Footer::read_from_end(&mut Cursor::new(&archive), archive.len() as u64).unwrap();
+    type Edit = fn(&mut Footer);
+    let edits: [(&str, Edit); 6] = [
+        ("swapped blocks", |f| f.index.swap(3, 4)),
+        ("longer block", |f| f.index[2].raw_len += 2),
+        ("stored length", |f| f.index[5].stored_len -= 1),
+        ("offset", |f| f.index[1].offset += 1),
+        ("original length", |f| f.original_len += 1),
+        ("raw offset", |f| f.index[7].raw_offset -= 2),
+    ];
+    for (what, edit) in edits {
+        let mut f = footer.clone();
+        edit(&mut f);
+        let mut bad = archive[..footer.end_offset as usize].to_vec();
+        f.write(&mut bad).unwrap();
+        let err = Archive::open(Cursor::new(&bad[..])).err();
+        assert!(matches!(err, Some(Error::Corrupt(_))), "{what}: {err:?}");
+    }
+    // Blocks 3 and 4 (of equal raw length) swapped in the index only: the index is consistent,
+    // the record it points at is not.
+    let mut f = footer.clone();
+    let (a, b) = (f.index[3], f.index[4]);
+    assert_eq!(a.raw_len, b.raw_len);
+    assert_ne!(a.stored_len, b.stored_len);
+    f.index[3].stored_len = b.stored_len;
+    f.index[4].offset = a.offset + b.stored_len as u64;
+    f.index[4].stored_len = a.stored_len;
+    let mut bad = archive[..footer.end_offset as usize].to_vec();
+    f.write(&mut bad).unwrap();
+    let mut arc = Archive::open(Cursor::new(&bad[..])).unwrap();
+    let block3 = a.raw_offset..a.raw_offset + 10;
+    assert!(matches!(
+        arc.read_range(block3),
+        Err(Error::CorruptBlock { index: 3, .. })
+    ));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The command line
+// ---------------------------------------------------------------------------------------------
+
+/// Runs `sc args...` in `dir`, its stdin read from the file `stdin` (else empty).
+fn sc(dir: &Path, args: &[&str], stdin: Option<&Path>) -> Output {
+    let input = match stdin {
+        Some(p) => Stdio::from(std::fs::File::open(p).unwrap()),
+        None => Stdio::null(),
+    };
+    let out = Command::new(env!("CARGO_BIN_EXE_sc"))
+        .args(args)
+        .current_dir(dir)
+        .stdin(input)
+        .output()
+        .expect("run sc");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "sc {args:?} panicked: {err}");
+    out
+}
+
+fn ok(out: Output) -> Output {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn fails(out: Output, needle: &str) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with("sc: error: ") && err.lines().count() == 1,
+        "{err}"
+    );
+    assert!(err.contains(needle), "{needle:?} not in {err}");
+    err
+}
+
+#[test]
+fn cli_list_and_extract_on_a_streamed_archive() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let original = sample();
+    // Encoded from a pipe to a pipe: the index at the end makes the landed file seekable.
+    let streamed = ok(sc(
+        d,
+        &["encode", "-", "-c", "-b", "64K"],
+        Some(Path::new(SAMPLE)),
+    ))
+    .stdout;
+    std::fs::write(d.join("m.safetensors.sc"), &streamed).unwrap();
+    let listing = String::from_utf8(ok(sc(d, &["list", "m.safetensors.sc"], None)).stdout).unwrap();
+    let a = open(&streamed);
+    let sizes = a.stored_bytes();
+    for (t, stored) in a.tensors().iter().zip(&sizes.per_tensor) {
+        let line = listing
+            .lines()
+            .find(|l| l.starts_with(&format!("{} ", t.name)))
+            .unwrap_or_else(|| panic!("{} not listed:\n{listing}", t.name));
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(cols[1], t.dtype_name);
+        assert!(
+            cols.contains(&(t.end - t.begin).to_string().as_str()),
+            "{line}"
+        );
+        assert!(cols.contains(&stored.to_string().as_str()), "{line}");
+    }
+    let total = listing.lines().find(|l| l.starts_with("total")).unwrap();
+    let tensor_bytes: u64 = a.tensors().iter().map(|t| t.end - t.begin).sum();
+    let stored: u64 = sizes.per_tensor.iter().sum();
+    assert!(total.contains(&format!(" {tensor_bytes} ")), "{total}");
+    assert!(total.contains(&format!(" {stored} ")), "{total}");
+    assert!(
+        listing.contains(&format!("archive: {} bytes", streamed.len())),
+        "{listing}"
+    );
+
+    // Default name, -v statistics, then no overwrite without -f.
+    let want = tensor_ranges(&original);
+    let name = "encoder.layer.0.attention.self.query.weight";
+    let range = want.iter().find(|(n, _)| n == name).unwrap().1.clone();
+    let out = ok(sc(
+        d,
+        &["extract", "m.safetensors.sc", "-t", name, "-v"],
+        None,
+    ));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("decoded 5 of"), "{err}");
+    let file = std::fs::read(d.join("m.extract.safetensors")).unwrap();
+    let (h, _) = check_layout(&file);
+    let base = 8 + h.json_len as usize;
+    assert!(file[base..] == original[range.clone()]);
+    fails(
+        sc(d, &["extract", "m.safetensors.sc", "-t", name], None),
+        "already exists",
+    );
+    ok(sc(
+        d,
+        &["extract", "-f", "-q", "m.safetensors.sc", "-t", name],
+        None,
+    ));
+
+    // --raw to stdout, in the order given.
+    let other = "embeddings.LayerNorm.weight";
+    let range2 = want.iter().find(|(n, _)| n == other).unwrap().1.clone();
+    let args = [
+        "extract",
+        "m.safetensors.sc",
+        "--raw",
+        "-c",
+        "--tensor",
+        other,
+        "-t",
+        name,
+    ];
+    let raw = ok(sc(d, &args, None)).stdout;
+    let mut expect = original[range2].to_vec();
+    expect.extend_from_slice(&original[range]);
+    assert!(raw == expect);
+}
+
+#[test]
+fn cli_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let archive = encode_to_vec(&sample(), &EncodeOptions::default());
+    std::fs::write(d.join("m.sc"), &archive).unwrap();
+    let err = fails(
+        sc(
+            d,
+            &["extract", "m.sc", "-t", "embeddings.LayerNorm.weigt"],
+            None,
+        ),
+        "no tensor named",
+    );
+    assert!(err.contains("\"embeddings.LayerNorm.weight\""), "{err}");
+    fails(sc(d, &["extract", "m.sc", "-t", "zzz"], None), "sc list");
+    fails(
+        sc(d, &["extract", "-", "-t", "x"], Some(&d.join("m.sc"))),
+        "seekable archive",
+    );
+    let generic = encode_to_vec(b"just some bytes", &EncodeOptions::default());
+    std::fs::write(d.join("g.sc"), generic).unwrap();
+    fails(sc(d, &["list", "g.sc"], None), "not safetensors");
+    let mut bad = archive.clone();
+    let n = bad.len();
+    bad[n - 30] ^= 1;
+    std::fs::write(d.join("bad.sc"), bad).unwrap();
+    fails(sc(d, &["list", "bad.sc"], None), "corrupt");
+    // A missing --tensor is a usage error.
+    assert_eq!(sc(d, &["extract", "m.sc"], None).status.code(), Some(2));
+    // Nothing was left behind by the failures.
+    let mut files: Vec<String> = std::fs::read_dir(d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert_eq!(files, ["bad.sc", "g.sc", "m.sc"]);
+}
