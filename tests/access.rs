@@ -60,7 +60,7 @@ fn weights(rng: &mut Rng, n: usize) -> Vec<u8> {
 fn model_20mb() -> Vec<u8> {
     let mut rng = Rng(7);
     let names: Vec<[String; 4]> = (0..13)
-        .map(|l| ["weight", "bias", "scale", "ids"].map(|p| format!("layer.{l}.{p}")))
+        .map(|l| ["weight", "bias", "scale", "shift"].map(|p| format!("layer.{l}.{p}")))
         .collect();
     let mut tensors = Vec::new();
     for [w, b, s, i] in &names {
@@ -72,7 +72,8 @@ fn model_20mb() -> Vec<u8> {
         ));
         tensors.push((&b[..], "BF16", vec![1000], weights(&mut rng, 1000)));
         tensors.push((&s[..], "F32", vec![300], rng.bytes(1200)));
-        tensors.push((&i[..], "I64", vec![7], rng.bytes(56)));
+        // Same transform as the scale before it, so the two share a block.
+        tensors.push((&i[..], "F32", vec![14], rng.bytes(56)));
     }
     safetensors(&tensors, 0, r#"{"format":"pt"}"#)
 }
@@ -165,10 +166,10 @@ fn a_tensor_decodes_only_its_blocks() {
     assert_eq!(one.blocks_decoded, 1, "{one:?}");
     assert!(one.bytes_decoded <= MIB as u64, "{one:?}");
     assert_eq!(
-        a.read_tensor("layer.3.ids").unwrap(),
+        a.read_tensor("layer.3.shift").unwrap(),
         original[want
             .iter()
-            .find(|(n, _)| n == "layer.3.ids")
+            .find(|(n, _)| n == "layer.3.shift")
             .unwrap()
             .1
             .clone()]
