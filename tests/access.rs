@@ -3,14 +3,13 @@
 
 mod common;
 
-use common::{encode_to_vec, safetensors, Rng};
+use common::{encode_to_vec, fails, ok, safetensors, sc, Rng};
 use sc::container::{FileHeader, Footer};
 use sc::safetensors::Header;
 use sc::{Archive, EncodeOptions, Error, Mode};
 use std::io::Cursor;
 use std::ops::Range;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
 
 const SAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/sample.safetensors");
 const MIB: usize = 1 << 20;
@@ -435,43 +434,6 @@ fn index_that_disagrees_with_the_blocks_is_rejected() {
 // ---------------------------------------------------------------------------------------------
 // The command line
 // ---------------------------------------------------------------------------------------------
-
-/// Runs `sc args...` in `dir`, its stdin read from the file `stdin` (else empty).
-fn sc(dir: &Path, args: &[&str], stdin: Option<&Path>) -> Output {
-    let input = match stdin {
-        Some(p) => Stdio::from(std::fs::File::open(p).unwrap()),
-        None => Stdio::null(),
-    };
-    let out = Command::new(env!("CARGO_BIN_EXE_sc"))
-        .args(args)
-        .current_dir(dir)
-        .stdin(input)
-        .output()
-        .expect("run sc");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!err.contains("panicked"), "sc {args:?} panicked: {err}");
-    out
-}
-
-fn ok(out: Output) -> Output {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-fn fails(out: Output, needle: &str) -> String {
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(
-        err.starts_with("sc: error: ") && err.lines().count() == 1,
-        "{err}"
-    );
-    assert!(err.contains(needle), "{needle:?} not in {err}");
-    err
-}
 
 #[test]
 fn cli_list_and_extract_on_a_streamed_archive() {

@@ -1,6 +1,7 @@
 //! The `sc` command line: argument parsing and the thin glue between files and the library.
 
 mod access;
+mod folder;
 mod output;
 
 use anyhow::{bail, Context, Result};
@@ -270,25 +271,14 @@ fn write_with<T>(
 }
 
 fn encode(a: &EncodeArgs) -> Result<()> {
-    let (input, len) = open_input(&a.input)?;
-    let dest = destination(&a.input, &a.out, |p| {
-        let mut s = p.as_os_str().to_owned();
-        s.push(".sc");
-        Ok(PathBuf::from(s))
-    })?;
-    if a.rm {
-        check_rm(&a.input, dest.as_deref())?;
+    if folder::is_dir(&a.input) {
+        return folder::encode(a);
     }
-    let opts = EncodeOptions {
-        mode: a.mode,
-        block_size: a.block_size,
-    };
+    let dest = destination(&a.input, &a.out, |p| Ok(folder::archive_name(p)))?;
+    let len = input_len(&a.input);
     let bar = progress_bar(len, a.common.quiet);
     let start = Instant::now();
-    let report = write_with(dest.as_deref(), a.out.force, true, |out| {
-        sc::encode(input, len, out, &opts, &mut |n| bar.set_position(n))
-            .with_context(|| format!("encoding {}", name(&a.input)))
-    })?;
+    let report = encode_one(&a.input, dest.as_deref(), a, &mut |n| bar.set_position(n))?;
     bar.finish_and_clear();
     if !a.common.quiet {
         let pct = 100.0 * report.archive_len as f64 / report.original_len.max(1) as f64;
@@ -306,9 +296,42 @@ fn encode(a: &EncodeArgs) -> Result<()> {
             mb_per_s(report.original_len, start)
         ));
     }
+    Ok(())
+}
+
+/// Length of a regular input file, for progress (`None` for stdin, pipes and errors).
+fn input_len(path: &Path) -> Option<u64> {
+    match is_stdio(path) {
+        true => None,
+        false => std::fs::metadata(path)
+            .ok()
+            .filter(|m| m.is_file())
+            .map(|m| m.len()),
+    }
+}
+
+/// Encodes `input` into `dest` (`None`: stdout) with `a`'s settings, then handles `--rm`.
+fn encode_one(
+    input: &Path,
+    dest: Option<&Path>,
+    a: &EncodeArgs,
+    progress: &mut dyn FnMut(u64),
+) -> Result<sc::EncodeReport> {
+    if a.rm {
+        check_rm(input, dest)?;
+    }
+    let (reader, len) = open_input(input)?;
+    let opts = EncodeOptions {
+        mode: a.mode,
+        block_size: a.block_size,
+    };
+    let report = write_with(dest, a.out.force, true, |out| {
+        sc::encode(reader, len, out, &opts, progress)
+            .with_context(|| format!("encoding {}", name(input)))
+    })?;
     if a.rm {
         // Decode the archive as written and compare with the MD5 of what was read.
-        let dest = dest.as_deref().unwrap_or(Path::new("-"));
+        let dest = dest.unwrap_or(Path::new("-"));
         let (archive, len) = open_input(dest)?;
         let opts = DecodeOptions {
             check_md5: true,
@@ -316,9 +339,9 @@ fn encode(a: &EncodeArgs) -> Result<()> {
         };
         let back = sc::decode(archive, io::sink(), &opts, &mut |_| {})
             .with_context(|| format!("verifying {} before --rm", dest.display()))?;
-        remove_input(&a.input, back.md5 == Some(report.md5))?;
+        remove_input(input, back.md5 == Some(report.md5))?;
     }
-    Ok(())
+    Ok(report)
 }
 
 /// `--rm`: deletes `input` once its output was verified; refuses otherwise.
@@ -338,27 +361,19 @@ fn check_rm(input: &Path, dest: Option<&Path>) -> Result<()> {
 }
 
 fn decode(a: &DecodeArgs) -> Result<()> {
-    let (input, len) = open_input(&a.input)?;
-    let dest = destination(&a.input, &a.out, |p| match p.extension() {
-        Some(e) if e == "sc" => Ok(p.with_extension("")),
-        _ => bail!(
+    if folder::is_dir(&a.input) {
+        return folder::decode(a);
+    }
+    let dest = destination(&a.input, &a.out, |p| match folder::original_name(p) {
+        Some(o) => Ok(o),
+        None => bail!(
             "cannot name the output of {} (no .sc suffix): use -o",
             p.display()
         ),
     })?;
-    if a.rm {
-        check_rm(&a.input, dest.as_deref())?;
-    }
-    let opts = DecodeOptions {
-        check_md5: a.md5 || a.rm,
-        archive_len: len,
-    };
-    let bar = progress_bar(len, a.common.quiet);
+    let bar = progress_bar(input_len(&a.input), a.common.quiet);
     let start = Instant::now();
-    let report = write_with(dest.as_deref(), a.out.force, false, |out| {
-        sc::decode(input, out, &opts, &mut |n| bar.set_position(n))
-            .with_context(|| format!("decoding {}", name(&a.input)))
-    })?;
+    let report = decode_one(&a.input, dest.as_deref(), a, &mut |n| bar.set_position(n))?;
     bar.finish_and_clear();
     if !a.common.quiet {
         note(format_args!(
@@ -367,14 +382,36 @@ fn decode(a: &DecodeArgs) -> Result<()> {
             report.archive_len,
             report.original_len,
             mb_per_s(report.original_len, start),
-            if opts.check_md5 { ", MD5 OK" } else { "" }
+            if a.md5 || a.rm { ", MD5 OK" } else { "" }
         ));
     }
-    if let (true, Some(dest)) = (a.rm, dest.as_deref()) {
-        // The MD5 was checked on the way out; check the file that landed as well.
-        remove_input(&a.input, md5_of_file(dest)? == report.stored_md5)?;
-    }
     Ok(())
+}
+
+/// Decodes `input` into `dest` (`None`: stdout) with `a`'s settings, then handles `--rm`.
+fn decode_one(
+    input: &Path,
+    dest: Option<&Path>,
+    a: &DecodeArgs,
+    progress: &mut dyn FnMut(u64),
+) -> Result<sc::DecodeReport> {
+    if a.rm {
+        check_rm(input, dest)?;
+    }
+    let (reader, len) = open_input(input)?;
+    let opts = DecodeOptions {
+        check_md5: a.md5 || a.rm,
+        archive_len: len,
+    };
+    let report = write_with(dest, a.out.force, false, |out| {
+        sc::decode(reader, out, &opts, progress)
+            .with_context(|| format!("decoding {}", name(input)))
+    })?;
+    if let (true, Some(dest)) = (a.rm, dest) {
+        // The MD5 was checked on the way out; check the file that landed as well.
+        remove_input(input, md5_of_file(dest)? == report.stored_md5)?;
+    }
+    Ok(report)
 }
 
 fn md5_of_file(path: &Path) -> Result<[u8; 16]> {

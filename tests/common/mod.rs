@@ -1,6 +1,9 @@
 //! Helpers shared by the integration tests (each test file includes this module).
 #![allow(dead_code)]
 
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
 /// SplitMix64: a small, fast, seedable generator for reproducible pseudo-random test data.
 pub struct Rng(pub u64);
 
@@ -62,4 +65,43 @@ pub fn safetensors(tensors: &[(&str, &str, Vec<u64>, Vec<u8>)], gap: usize, meta
     out.extend_from_slice(json.as_bytes());
     out.extend_from_slice(&payload);
     out
+}
+
+/// Runs `sc args...` in `dir`, its stdin read from the file `stdin` (else empty).
+pub fn sc(dir: &Path, args: &[&str], stdin: Option<&Path>) -> Output {
+    let input = match stdin {
+        Some(p) => Stdio::from(std::fs::File::open(p).unwrap()),
+        None => Stdio::null(),
+    };
+    let out = Command::new(env!("CARGO_BIN_EXE_sc"))
+        .args(args)
+        .current_dir(dir)
+        .stdin(input)
+        .output()
+        .expect("run sc");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "sc {args:?} panicked: {err}");
+    out
+}
+
+/// Asserts that a run succeeded.
+pub fn ok(out: Output) -> Output {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Asserts that a run failed with exit 1 and one error line containing `needle`.
+pub fn fails(out: Output, needle: &str) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with("sc: error: ") && err.lines().count() == 1,
+        "{err}"
+    );
+    assert!(err.contains(needle), "{needle:?} not in {err}");
+    err
 }
