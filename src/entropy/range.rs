@@ -163,13 +163,18 @@ fn adapt(p: u32, mask: u32) -> u16 {
 }
 
 /// Range encoder writing into a byte vector.
+///
+/// A carry out of `low` is added straight into the bytes already written (at most back to the
+/// stream's first byte, which a carry never reaches: the coded value stays below 1). This keeps
+/// the state to three words, so two encoders interleaved in one loop stay in registers; the
+/// bytes are those of the classic cache-and-pending formulation without its always-zero first
+/// byte.
 pub(crate) struct Encoder<'a> {
+    /// Bottom of the interval; bit 32 is a pending carry.
     low: u64,
     range: u32,
-    cache: u8,
-    pending: u64,
-    /// The first byte shifted out is always 0; it is dropped and implied by the decoder.
-    started: bool,
+    /// Where this stream's bytes start in `out`.
+    start: usize,
     out: &'a mut Vec<u8>,
 }
 
@@ -178,9 +183,7 @@ impl<'a> Encoder<'a> {
         Encoder {
             low: 0,
             range: u32::MAX,
-            cache: 0,
-            pending: 1,
-            started: false,
+            start: out.len(),
             out,
         }
     }
@@ -209,36 +212,35 @@ impl<'a> Encoder<'a> {
 
     #[inline(always)]
     fn normalize(&mut self) {
+        if self.low >> 32 != 0 {
+            self.carry();
+        }
         while self.range < TOP {
+            self.out.push((self.low >> 24) as u8);
+            self.low = (self.low << 8) & 0xFFFF_FFFF;
             self.range <<= 8;
-            self.shift_low();
         }
     }
 
-    #[inline(always)]
-    fn shift_low(&mut self) {
-        if (self.low as u32) < 0xFF00_0000 || (self.low >> 32) != 0 {
-            let carry = (self.low >> 32) as u8;
-            let mut byte = self.cache;
-            while self.pending > 0 {
-                if self.started {
-                    self.out.push(byte.wrapping_add(carry));
-                }
-                self.started = true;
-                byte = 0xFF;
-                self.pending -= 1;
+    /// Adds the carry in bit 32 of `low` to the bytes written so far.
+    #[cold]
+    fn carry(&mut self) {
+        self.low &= 0xFFFF_FFFF;
+        for b in self.out[self.start..].iter_mut().rev() {
+            *b = b.wrapping_add(1);
+            if *b != 0 {
+                return;
             }
-            self.cache = (self.low >> 24) as u8;
         }
-        self.pending += 1;
-        self.low = (self.low & 0x00FF_FFFF) << 8;
+        debug_assert!(false, "a carry reached the start of a range coded stream");
     }
 
     /// Flushes the final state.
     pub(crate) fn finish(mut self) {
-        for _ in 0..5 {
-            self.shift_low();
+        if self.low >> 32 != 0 {
+            self.carry();
         }
+        self.out.extend_from_slice(&(self.low as u32).to_be_bytes());
     }
 }
 
