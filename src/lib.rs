@@ -19,6 +19,7 @@
 
 #![warn(missing_docs)]
 
+pub mod analysis;
 pub mod archive;
 pub mod container;
 pub mod entropy;
@@ -26,6 +27,7 @@ pub mod error;
 pub mod experiments;
 pub mod pipeline;
 pub mod safetensors;
+pub mod shuffle;
 pub mod split;
 
 pub use archive::{inspect, ArchiveInfo};
