@@ -87,7 +87,7 @@ impl Tool {
             Tool::Xz(l) => format!("xz -{l} -T1"),
             Tool::Bzip2(l) => format!("bzip2 -{l}"),
             Tool::Gzip(l) => format!("gzip -{l}"),
-            Tool::ShuffleZstd(l) => format!("sc shuffle | zstd -{l} -T1"),
+            Tool::ShuffleZstd(l) => format!("shuffle+zstd -{l} -T1"),
         }
     }
 
@@ -105,7 +105,7 @@ impl Tool {
 
     /// Encode and decode pipelines; `prog` is the resolved [`Tool::program`].
     fn trial(&self, sc: &Path, prog: &Path, threads: usize, input: &Path, dir: &Path) -> Trial {
-        let n = |ext: &str| dir.join(format!("{}.{ext}", self.label().replace([' ', '|'], "")));
+        let n = |ext: &str| dir.join(format!("{}.{ext}", self.label().replace(' ', "")));
         let (archive, restored) = (n("archive"), n("restored"));
         let level = |l: &u32| format!("-{l}");
         let (encode, decode) = match self {
@@ -298,8 +298,8 @@ fn notes(a: &BenchArgs, missing: &BTreeSet<&str>) -> String {
          the largest resident set of the process over the runs (wait4 rusage), summed over the \
          two processes of a pipeline. Every restored file was compared byte for byte with the \
          original. sc uses {threads}; zstd and xz run with -T1; bzip2, gzip and cp are \
-         single-threaded. cp copies the file (encode) and the copy (decode). `sc shuffle` writes \
-         the planes FAST splits (uncoded) for zstd to compress.\n",
+         single-threaded. cp copies the file (encode) and the copy (decode). shuffle+zstd is \
+         `sc shuffle` (the planes FAST splits, uncoded) piped into zstd.\n",
         a.runs
     );
     if !missing.is_empty() {

@@ -26,34 +26,39 @@ impl Table {
 
     /// Markdown with the columns padded, so it reads as well in a terminal as rendered.
     pub fn markdown(&self) -> String {
-        let mut width: Vec<usize> = self.headers.iter().map(|h| h.chars().count()).collect();
-        for r in &self.rows {
+        let headers = self.headers.iter().map(|h| h.to_string()).collect();
+        // A '|' inside a cell would end it.
+        let rows: Vec<Vec<String>> = std::iter::once(headers)
+            .chain(
+                self.rows
+                    .iter()
+                    .map(|r| r.iter().map(|c| c.replace('|', "\\|")).collect()),
+            )
+            .collect();
+        let mut width = vec![3; self.headers.len()];
+        for r in &rows {
             for (w, c) in width.iter_mut().zip(r) {
-                *w = (*w).max(c.chars().count()).max(3);
+                *w = (*w).max(c.chars().count());
             }
         }
         let line = |cells: Vec<String>| format!("| {} |\n", cells.join(" | "));
-        let pad = |cells: &[String]| {
-            let padded = cells.iter().enumerate().map(|(i, c)| match self.right[i] {
+        let rule = width
+            .iter()
+            .zip(&self.right)
+            .map(|(&w, &right)| match right {
+                true => format!("{}:", "-".repeat(w - 1)),
+                false => "-".repeat(w),
+            });
+        let mut out = String::new();
+        for (n, r) in rows.iter().enumerate() {
+            let cells = r.iter().enumerate().map(|(i, c)| match self.right[i] {
                 true => format!("{c:>w$}", w = width[i]),
                 false => format!("{c:<w$}", w = width[i]),
             });
-            line(padded.collect())
-        };
-        let headers: Vec<String> = self.headers.iter().map(|h| h.to_string()).collect();
-        let mut out = pad(&headers);
-        out += &line(
-            width
-                .iter()
-                .zip(&self.right)
-                .map(|(&w, &r)| match r {
-                    true => format!("{}:", "-".repeat(w - 1)),
-                    false => "-".repeat(w),
-                })
-                .collect(),
-        );
-        for r in &self.rows {
-            out += &pad(r);
+            out += &line(cells.collect());
+            if n == 0 {
+                out += &line(rule.clone().collect());
+            }
         }
         out
     }
@@ -83,10 +88,16 @@ mod tests {
         let mut t = Table::new(&["name", ">value"]);
         t.row(vec!["a,b".into(), "1.5".into()]);
         t.row(vec!["say \"x\"".into(), "10".into()]);
+        t.row(vec!["a|b".into(), "2".into()]);
         let md = t.markdown();
         let lines: Vec<&str> = md.lines().collect();
-        assert_eq!(lines[1], "|---------|------:|");
+        assert_eq!(lines[0], "| name    | value |");
+        assert_eq!(lines[1], "| ------- | ----: |");
         assert_eq!(lines[2], "| a,b     |   1.5 |");
-        assert_eq!(t.csv(), "name,value\n\"a,b\",1.5\n\"say \"\"x\"\"\",10\n");
+        assert_eq!(lines[4], "| a\\|b    |     2 |");
+        assert_eq!(
+            t.csv(),
+            "name,value\n\"a,b\",1.5\n\"say \"\"x\"\"\",10\na|b,2\n"
+        );
     }
 }
