@@ -3,12 +3,11 @@
 
 use super::measure::{self, find_program, megabytes, Step, Trial};
 use super::table::Table;
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::Args;
 use sc::Mode;
 use std::collections::BTreeSet;
 use std::ffi::{OsStr, OsString};
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
@@ -185,7 +184,7 @@ fn streamed(
 }
 
 pub fn run(a: &BenchArgs) -> Result<()> {
-    let sc = std::env::current_exe().context("cannot find the sc executable")?;
+    let (sc, dir) = measure::prepare(&a.inputs)?;
     let mut tools = vec![
         Tool::Sc(Mode::Fast),
         Tool::Sc(Mode::Best),
@@ -211,10 +210,6 @@ pub fn run(a: &BenchArgs) -> Result<()> {
             },
         })
         .collect();
-    for f in &a.inputs {
-        super::analyze::check_safetensors(f)?;
-    }
-    let dir = tempfile::tempdir().context("cannot create a temporary directory")?;
     let mut table = Table::new(&[
         "file",
         "tool",
@@ -233,11 +228,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
             .iter()
             .map(|(t, prog)| t.trial(&sc, prog, a.threads, f, dir.path()))
             .collect();
-        let tallies = measure::alternate(f, &trials, a.runs, |r| {
-            if std::io::stderr().is_terminal() {
-                eprint!("\r{}: run {} of {}  ", f.display(), r + 1, a.runs);
-            }
-        });
+        let tallies = measure::alternate(f, &trials, a.runs, measure::show_run(f, a.runs));
         let name = super::analyze::stem(f);
         for ((tool, _), t) in tools.iter().zip(&tallies) {
             let (enc, dec) = t.speeds(len);
@@ -269,9 +260,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
             let _ = std::fs::remove_file(&t.restored);
         }
     }
-    if std::io::stderr().is_terminal() {
-        eprint!("\r\x1b[K");
-    }
+    measure::done();
     let out = match a.csv {
         true => table.csv(),
         false => format!("{}\n{}", table.markdown(), notes(a, &missing)),
@@ -288,10 +277,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
 }
 
 fn notes(a: &BenchArgs, missing: &BTreeSet<&str>) -> String {
-    let threads = match a.threads {
-        0 => format!("all {} cores", rayon::current_num_threads()),
-        n => format!("{n} threads"),
-    };
+    let threads = measure::threads(a.threads);
     let mut s = format!(
         "Median of {} alternating runs; each tool runs as a whole process from file to file, \
          page cache warm; MB/s is original bytes / 10^6 per second in both directions. Peak MB is \

@@ -4,7 +4,7 @@
 use anyhow::{bail, Context, Result};
 use std::ffi::OsString;
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{IsTerminal, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
@@ -169,6 +169,41 @@ pub fn same_contents(a: &Path, b: &Path) -> Result<bool> {
         if n == 0 {
             return Ok(true);
         }
+    }
+}
+
+/// What `sc bench` and `sc sweep` start from: the sc executable to run, after checking that
+/// every input is a safetensors file, and a temporary directory for the outputs.
+pub fn prepare(inputs: &[PathBuf]) -> Result<(PathBuf, tempfile::TempDir)> {
+    let sc = std::env::current_exe().context("cannot find the sc executable")?;
+    for f in inputs {
+        super::analyze::check_safetensors(f)?;
+    }
+    let dir = tempfile::tempdir().context("cannot create a temporary directory")?;
+    Ok((sc, dir))
+}
+
+/// How many threads sc runs with, in words.
+pub fn threads(n: usize) -> String {
+    match n {
+        0 => format!("all {} cores", rayon::current_num_threads()),
+        n => format!("{n} threads"),
+    }
+}
+
+/// Shows which run of `file` is under way, on a terminal only; [`done`] clears the line.
+pub fn show_run(file: &Path, runs: u32) -> impl FnMut(u32) + '_ {
+    move |r| {
+        if std::io::stderr().is_terminal() {
+            eprint!("\r{}: run {} of {runs}  ", file.display(), r + 1);
+        }
+    }
+}
+
+/// Clears the line [`show_run`] wrote.
+pub fn done() {
+    if std::io::stderr().is_terminal() {
+        eprint!("\r\x1b[K");
     }
 }
 

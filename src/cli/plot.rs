@@ -42,13 +42,7 @@ impl Axis {
             .map(|i| min + i as f64 * step)
             .map(|v| (v, format!("{v:.decimals$}")))
             .collect();
-        Axis {
-            label: label.into(),
-            min,
-            max,
-            ticks,
-            log2: false,
-        }
+        Axis::with_ticks(label, min, max, ticks)
     }
 
     /// A linear axis from 0 to at least `hi`.

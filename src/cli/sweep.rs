@@ -8,7 +8,6 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use sc::Mode;
 use std::fs::File;
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
@@ -60,11 +59,7 @@ fn size_name(b: u32) -> String {
 }
 
 pub fn run(a: &SweepArgs) -> Result<()> {
-    let sc = std::env::current_exe().context("cannot find the sc executable")?;
-    for f in &a.inputs {
-        super::analyze::check_safetensors(f)?;
-    }
-    let dir = tempfile::tempdir().context("cannot create a temporary directory")?;
+    let (sc, dir) = measure::prepare(&a.inputs)?;
     let mut table = Table::new(&[
         "file",
         "mode",
@@ -104,18 +99,13 @@ pub fn run(a: &SweepArgs) -> Result<()> {
             charts.push(path);
         }
     }
-    if std::io::stderr().is_terminal() {
-        eprint!("\r\x1b[K");
-    }
+    measure::done();
     let mut out = match a.csv {
         true => table.csv(),
         false => table.markdown(),
     };
     if !a.csv {
-        let threads = match a.threads {
-            0 => format!("all {} cores", rayon::current_num_threads()),
-            n => format!("{n} threads"),
-        };
+        let threads = measure::threads(a.threads);
         out += &format!(
             "\nMedian of {} alternating runs of `sc encode` and `sc decode` as whole processes \
              from file to file, page cache warm, sc using {threads}; MB/s is original bytes / \
@@ -163,11 +153,7 @@ fn sweep_file(sc: &Path, f: &Path, dir: &Path, a: &SweepArgs) -> Result<Vec<Poin
             }
         })
         .collect();
-    let tallies = measure::alternate(f, &trials, a.runs, |r| {
-        if std::io::stderr().is_terminal() {
-            eprint!("\r{}: run {} of {}  ", f.display(), r + 1, a.runs);
-        }
-    });
+    let tallies = measure::alternate(f, &trials, a.runs, measure::show_run(f, a.runs));
     let mut points = Vec::new();
     for ((&(mode, block_size), trial), tally) in settings.iter().zip(&trials).zip(tallies) {
         if let Some(e) = &tally.error {
