@@ -14,7 +14,8 @@ const PANEL_HEIGHT: f64 = 300.0;
 const TOP: f64 = 44.0;
 const LEFT: f64 = 78.0;
 const RIGHT: f64 = 24.0;
-const PANEL_TOP: f64 = 34.0;
+/// Title and legend rows above each plot area.
+const PANEL_TOP: f64 = 54.0;
 const PANEL_BOTTOM: f64 = 52.0;
 
 /// One axis: its range, ticks and label.
@@ -201,7 +202,7 @@ fn panel(s: &mut String, p: &Panel, top: f64) {
         s,
         r#"<text x="{:.1}" y="{:.1}" font-size="14" font-weight="bold" text-anchor="middle">{}</text>"#,
         (x0 + x1) / 2.0,
-        top + 22.0,
+        top + 20.0,
         esc(&p.title)
     );
     for (v, label) in &p.y.ticks {
@@ -305,44 +306,27 @@ fn panel(s: &mut String, p: &Panel, top: f64) {
         r#"<text x="{lx}" y="{ly:.1}" font-size="13" text-anchor="middle" transform="rotate(-90 {lx} {ly:.1})">{}</text>"#,
         esc(&p.y.label)
     );
-    draw_legend(s, &legend, x1, y0);
+    draw_legend(s, &legend, (x0 + x1) / 2.0, top + 40.0);
 }
 
-/// The legend box in the top right corner of the plot area.
-fn draw_legend(s: &mut String, items: &[(&String, &str, bool)], right: f64, top: f64) {
-    if items.is_empty() {
-        return;
-    }
-    let chars = items
-        .iter()
-        .map(|(n, ..)| n.chars().count())
-        .max()
-        .unwrap_or(0);
-    let w = 44.0 + 7.0 * chars as f64;
-    let (x, y) = (right - w - 8.0, top + 8.0);
-    let _ = writeln!(
-        s,
-        r##"<rect x="{x:.1}" y="{y:.1}" width="{w:.1}" height="{:.1}" fill="white" fill-opacity="0.9" stroke="#999"/>"##,
-        8.0 + 18.0 * items.len() as f64
-    );
-    for (i, (name, color, dashed)) in items.iter().enumerate() {
-        let ly = y + 16.0 + 18.0 * i as f64;
-        let dash = if *dashed {
-            r#" stroke-dasharray="6 4""#
-        } else {
-            ""
-        };
+/// The legend: one centred row between the panel title and the plot area, so that it never
+/// hides data.
+fn draw_legend(s: &mut String, items: &[(&String, &str, bool)], centre: f64, y: f64) {
+    let width = |name: &str| 40.0 + 7.0 * name.chars().count() as f64;
+    let total: f64 = items.iter().map(|(n, ..)| width(n)).sum();
+    let mut x = centre - total / 2.0;
+    for (name, color, dashed) in items {
+        let dash = if *dashed { r#" stroke-dasharray="6 4""# } else { "" };
         let _ = writeln!(
             s,
-            r#"<line x1="{:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="{color}" stroke-width="2.5"{dash}/><text x="{:.1}" y="{:.1}" font-size="12">{}</text>"#,
-            x + 8.0,
-            x + 32.0,
-            ly - 4.0,
-            ly - 4.0,
-            x + 38.0,
-            ly,
+            r#"<line x1="{x:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="{color}" stroke-width="2.5"{dash}/><text x="{:.1}" y="{y:.1}" font-size="12">{}</text>"#,
+            x + 24.0,
+            y - 4.0,
+            y - 4.0,
+            x + 30.0,
             esc(name)
         );
+        x += width(name);
     }
 }
 

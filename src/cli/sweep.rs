@@ -193,19 +193,29 @@ type Series = (&'static str, fn(&Point) -> f64);
 fn lines(points: &[Point], what: &[Series]) -> Vec<Mark> {
     let mut modes: Vec<Mode> = points.iter().map(|p| p.mode).collect();
     modes.dedup();
-    let mut marks = Vec::new();
+    let mut marks: Vec<Mark> = Vec::new();
     for (i, m) in modes.iter().enumerate() {
         for (j, (name, value)) in what.iter().enumerate() {
             let pts = points.iter().filter(|p| p.mode == *m);
-            marks.push(Mark::Line {
-                name: match name.is_empty() {
-                    true => m.name().to_string(),
-                    false => format!("{} {name}", m.name()),
-                },
-                color: plot::COLORS[i % plot::COLORS.len()],
-                points: pts.map(|p| (p.block_size as f64, value(p))).collect(),
-                dashed: j > 0,
+            let pts: Vec<(f64, f64)> = pts.map(|p| (p.block_size as f64, value(p))).collect();
+            let label = match name.is_empty() {
+                true => m.name().to_string(),
+                false => format!("{} {name}", m.name()),
+            };
+            // Identical lines (framing depends only on the blocks) would hide one another.
+            let same = marks.iter_mut().find_map(|mk| match mk {
+                Mark::Line { name, points, .. } if *points == pts => Some(name),
+                _ => None,
             });
+            match same {
+                Some(n) => *n = format!("{n} = {label}"),
+                None => marks.push(Mark::Line {
+                    name: label,
+                    color: plot::COLORS[i % plot::COLORS.len()],
+                    points: pts,
+                    dashed: j > 0,
+                }),
+            }
         }
     }
     marks
@@ -242,7 +252,7 @@ fn panels(points: &[Point]) -> Vec<Panel> {
             false,
         ),
         (
-            "Framing: block records, index, header (shrinks as blocks grow)",
+            "Framing: block records, index, container header (shrinks as blocks grow)",
             "% of original",
             vec![("", |p| p.framing_pct)],
             true,
