@@ -316,7 +316,11 @@ fn draw_legend(s: &mut String, items: &[(&String, &str, bool)], centre: f64, y: 
     let total: f64 = items.iter().map(|(n, ..)| width(n)).sum();
     let mut x = centre - total / 2.0;
     for (name, color, dashed) in items {
-        let dash = if *dashed { r#" stroke-dasharray="6 4""# } else { "" };
+        let dash = if *dashed {
+            r#" stroke-dasharray="6 4""#
+        } else {
+            ""
+        };
         let _ = writeln!(
             s,
             r#"<line x1="{x:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="{color}" stroke-width="2.5"{dash}/><text x="{:.1}" y="{y:.1}" font-size="12">{}</text>"#,
