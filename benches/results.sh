@@ -36,8 +36,7 @@ show() {
   echo '```'
   echo
   "$SC" "$@" | sed -E \
-    -e "s#^- $img/(.*)\.svg\$#![\1](results/\1.svg)#" \
-    -e "s#^Chart: $img/(.*)\.svg\$#![\1](results/\1.svg)#"
+    -e "s#^(- |Chart: )$img/(.*)\.svg\$#![\2](results/\2.svg)\n#"
   echo
 }
 

@@ -49,8 +49,8 @@ enum Command {
     Analyze(analyze::AnalyzeArgs),
     /// Experiment: size, speed and peak memory of each mode against block size
     Sweep(sweep::SweepArgs),
-    /// Experiment: sc next to zstd, xz, bzip2, gzip, a shuffle+zstd baseline and cp, on the
-    /// same files in the same run, every round trip checked
+    /// Experiment: sc fast and best next to zstd -1 and cp (--against: xz, bzip2, gzip,
+    /// shuffle+zstd, other levels), on the same files in the same run, round trips checked
     Bench(bench::BenchArgs),
     /// Write a file's byte planes as FAST splits them, uncoded (the baseline behind
     /// `bench --against shuffle-zstd`), or restore the file with --undo
