@@ -4,7 +4,7 @@
 use crate::container::read_exact_or;
 use crate::entropy::{adaptive, entropy_bits, histogram, huffman, range};
 use crate::error::{Error, Result};
-use crate::safetensors::{json_len, Dtype, Header, MAX_HEADER_LEN};
+use crate::safetensors::{read_file_header, Dtype};
 use crate::split::Transform;
 use std::io::{Read, Seek, SeekFrom};
 
@@ -92,19 +92,8 @@ fn variant_sizes(raw: &[u8]) -> [usize; 7] {
 /// Runs every variant over the BF16 and F16 tensors of the safetensors file `r`, in blocks of
 /// `block_size` bytes per tensor. Reads one block at a time, so memory stays bounded.
 pub fn compare_models<R: Read + Seek>(r: &mut R, block_size: u32) -> Result<ModelReport> {
-    let file_len = r.seek(SeekFrom::End(0))?;
-    r.seek(SeekFrom::Start(0))?;
-    let not_st = |why: String| Error::InvalidArgument(format!("not a safetensors file: {why}"));
-    let mut first = [0u8; 8];
-    read_exact_or(r, &mut first, "safetensors header").map_err(|_| not_st("too short".into()))?;
-    let n = json_len(&first);
-    if n > MAX_HEADER_LEN || n + 8 > file_len {
-        return Err(not_st(format!("header length {n} is implausible")));
-    }
-    let mut json = vec![0u8; n as usize];
-    read_exact_or(r, &mut json, "safetensors header")?;
-    let header = Header::parse(&json, Some(file_len - 8 - n)).map_err(not_st)?;
-    let base = 8 + n;
+    let (header, _) = read_file_header(r)?;
+    let base = header.prefix_len();
     let block = (block_size & !1) as u64;
     let mut global = [[0u64; 256]; 4];
     let mut joint = vec![0u64; 1 << 16];

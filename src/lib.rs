@@ -20,6 +20,7 @@
 #![warn(missing_docs)]
 
 pub mod access;
+pub mod analysis;
 pub mod archive;
 pub mod container;
 pub mod entropy;
@@ -27,6 +28,7 @@ pub mod error;
 pub mod experiments;
 pub mod pipeline;
 pub mod safetensors;
+pub mod shuffle;
 pub mod split;
 
 pub use access::{AccessStats, Archive, StoredBytes};

@@ -4,8 +4,10 @@
 //! header that fails validation only sends the file down the generic path. Validation is still
 //! strict, because a wrong tensor map would split data along the wrong element boundaries.
 
+use crate::container::read_exact_or;
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::io::{Read, Seek, SeekFrom};
 
 /// Largest JSON header accepted, as in the reference implementation.
 pub const MAX_HEADER_LEN: u64 = 100 << 20;
@@ -204,6 +206,26 @@ fn parse_entry(name: &str, entry: &Value) -> Result<TensorInfo, String> {
 /// Reads the JSON length from the first 8 bytes of a file.
 pub fn json_len(first8: &[u8; 8]) -> u64 {
     u64::from_le_bytes(*first8)
+}
+
+/// Reads and validates the header of the safetensors file `r` (from its start); returns it with
+/// the file's length. Anything else is [`crate::Error::InvalidArgument`] saying why the file is
+/// not safetensors, so a command can name the problem in one line.
+pub fn read_file_header<R: Read + Seek>(r: &mut R) -> crate::Result<(Header, u64)> {
+    let file_len = r.seek(SeekFrom::End(0))?;
+    r.seek(SeekFrom::Start(0))?;
+    let not_st =
+        |why: String| crate::Error::InvalidArgument(format!("not a safetensors file: {why}"));
+    let mut first = [0u8; 8];
+    read_exact_or(r, &mut first, "safetensors header").map_err(|_| not_st("too short".into()))?;
+    let n = json_len(&first);
+    if n > MAX_HEADER_LEN || n + 8 > file_len {
+        return Err(not_st(format!("header length {n} is implausible")));
+    }
+    let mut json = vec![0u8; n as usize];
+    read_exact_or(r, &mut json, "safetensors header")?;
+    let header = Header::parse(&json, Some(file_len - 8 - n)).map_err(not_st)?;
+    Ok((header, file_len))
 }
 
 #[cfg(test)]

@@ -1,8 +1,16 @@
 //! The `sc` command line: argument parsing and the thin glue between files and the library.
 
 mod access;
+mod analyze;
+mod bench;
 mod folder;
+mod measure;
 mod output;
+mod plot;
+mod shuffle;
+mod sweep;
+mod table;
+mod verify;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
@@ -30,7 +38,8 @@ enum Command {
     Encode(EncodeArgs),
     /// Restore the original file from an archive (default output: INPUT without .sc)
     Decode(DecodeArgs),
-    /// Decode without writing; check every block checksum and the MD5 (and ORIGINAL's MD5)
+    /// Decode without writing; check every block checksum and the MD5 (and ORIGINAL's MD5);
+    /// several archives or directories: one line per archive and a total
     Verify(VerifyArgs),
     /// Show an archive's mode, sizes, codecs, dtypes and the kept safetensors header
     Info(InfoArgs),
@@ -42,6 +51,17 @@ enum Command {
     /// Experiment: bits per value of each model variant on a safetensors file's BF16/F16
     /// tensors, next to the order-0 entropies
     Models(ModelsArgs),
+    /// Experiment: entropy of each byte plane, the exponent and sign/mantissa, conditional
+    /// entropies and the bounds they set, per dtype and per tensor; --plot for histograms
+    Analyze(analyze::AnalyzeArgs),
+    /// Experiment: size, speed and peak memory of each mode against block size
+    Sweep(sweep::SweepArgs),
+    /// Experiment: sc fast and best next to zstd -1 and cp (--against: xz, bzip2, gzip,
+    /// shuffle+zstd, other levels), on the same files in the same run, round trips checked
+    Bench(bench::BenchArgs),
+    /// Write a file's byte planes as FAST splits them, uncoded (the baseline behind
+    /// `bench --against shuffle-zstd`), or restore the file with --undo
+    Shuffle(shuffle::ShuffleArgs),
 }
 
 #[derive(Args, Debug)]
@@ -105,10 +125,10 @@ struct DecodeArgs {
 
 #[derive(Args, Debug)]
 struct VerifyArgs {
-    /// Archive to check
-    input: PathBuf,
-    /// The original file: its MD5 must equal the archive's
-    original: Option<PathBuf>,
+    /// Archives, or directories holding them (every *.sc below). `ARCHIVE ORIGINAL`: a second
+    /// path that is not an archive is the original file, whose MD5 must equal the archive's
+    #[arg(required = true, value_name = "PATH")]
+    paths: Vec<PathBuf>,
     #[command(flatten)]
     common: Common,
 }
@@ -160,6 +180,10 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::List(a) => access::list(&a),
         Command::Extract(a) => access::extract(&a),
         Command::Models(a) => with_threads(a.common.threads, || models(&a)),
+        Command::Analyze(a) => analyze::run(&a),
+        Command::Sweep(a) => sweep::run(&a),
+        Command::Bench(a) => bench::run(&a),
+        Command::Shuffle(a) => shuffle::run(&a),
     }
 }
 
@@ -430,37 +454,50 @@ fn md5_of_file(path: &Path) -> Result<[u8; 16]> {
 }
 
 fn verify(a: &VerifyArgs) -> Result<()> {
-    let (input, len) = open_input(&a.input)?;
+    let file = |p: &Path| !p.is_dir();
+    match &a.paths[..] {
+        [one] if file(one) => verify_one(one, None, &a.common),
+        [archive, original] if file(archive) && file(original) && !verify::is_archive(original) => {
+            verify_one(archive, Some(original), &a.common)
+        }
+        paths => verify::many(paths, a.common.quiet),
+    }
+}
+
+/// Decodes the archive `input` without writing it, checking every block and the MD5.
+fn check_archive(input: &Path, quiet: bool) -> Result<sc::DecodeReport> {
+    let (archive, len) = open_input(input)?;
     let opts = DecodeOptions {
         check_md5: true,
         archive_len: len,
     };
-    let bar = progress_bar(len, a.common.quiet);
-    let original = a.original.as_deref();
+    let bar = progress_bar(len, quiet);
+    let report = sc::decode(archive, io::sink(), &opts, &mut |n| bar.set_position(n));
+    bar.finish_and_clear();
+    Ok(report?)
+}
+
+fn verify_one(input: &Path, original: Option<&Path>, common: &Common) -> Result<()> {
     let (report, orig_md5) = rayon::join(
-        || {
-            sc::decode(input, io::sink(), &opts, &mut |n| bar.set_position(n))
-                .with_context(|| format!("verifying {}", name(&a.input)))
-        },
+        || check_archive(input, common.quiet).with_context(|| format!("verifying {}", name(input))),
         || original.map(md5_of_file).transpose(),
     );
-    bar.finish_and_clear();
     let report = report?;
     if let (Some(path), Some(m)) = (original, orig_md5?) {
         if m != report.stored_md5 {
             bail!(
                 "{}: MD5 {} does not match {} ({})",
-                name(&a.input),
+                name(input),
                 hex(&report.stored_md5),
                 path.display(),
                 hex(&m)
             );
         }
     }
-    if !a.common.quiet {
+    if !common.quiet {
         print_stdout(&format!(
             "{}: OK, {} bytes, md5 {}{}\n",
-            name(&a.input),
+            name(input),
             report.original_len,
             hex(&report.stored_md5),
             original.map_or(String::new(), |p| format!(", matches {}", p.display()))

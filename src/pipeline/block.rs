@@ -142,8 +142,8 @@ fn code_head(transform: Transform, mode: Mode, p: [&[u8]; 2], c: &mut [Vec<u8>])
 
 /// Encodes one block into `out`: the record followed by the plane payloads.
 ///
-/// For 16-bit float blocks (planned as [`Transform::Exp16`]) the split is chosen per block by
-/// measurement, so the transform recorded may differ from the one planned.
+/// Some transforms are chosen per block by measurement ([`split::refine`]), so the transform
+/// recorded may differ from the one planned.
 pub fn encode_block(
     raw: &[u8],
     transform: Transform,
@@ -151,13 +151,7 @@ pub fn encode_block(
     s: &mut Scratch,
     out: &mut Vec<u8>,
 ) {
-    let transform = match (transform, mode) {
-        // FAST leaves plane 1 raw, so only plane 0's entropy decides; BEST's context model is
-        // built for the exponent-aligned split.
-        (Transform::Exp16, Mode::Fast) => split::choose16(raw, false),
-        (t @ (Transform::Split32 | Transform::Split64), _) => split::choose_delta(raw, t),
-        (t, _) => t,
-    };
+    let transform = split::refine(transform, raw, mode == Mode::Best);
     let n = transform.planes();
     let Scratch { planes, coded } = s;
     let mut codecs = [Codec::Stored; MAX_PLANES];

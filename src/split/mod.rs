@@ -204,6 +204,17 @@ impl Transform {
     }
 }
 
+/// The transform a block planned as `planned` is coded with, measured on its bytes `raw`:
+/// 16-bit floats take [`choose16`] unless `keep_exp16` (BEST, whose context model is built for
+/// the exponent-aligned split), 32- and 64-bit integers [`choose_delta`], others as planned.
+pub fn refine(planned: Transform, raw: &[u8], keep_exp16: bool) -> Transform {
+    match planned {
+        Transform::Exp16 if !keep_exp16 => choose16(raw, false),
+        Transform::Split32 | Transform::Split64 => choose_delta(raw, planned),
+        t => t,
+    }
+}
+
 /// Picks the 16-bit split whose planes measure cheaper for the block `raw`.
 ///
 /// Measures order-0 entropies on every 4th element: plane 0 alone when plane 1 will be stored

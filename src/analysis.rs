@@ -1,0 +1,546 @@
+//! Entropy analysis of a safetensors file (`sc analyze`): the measurements behind the
+//! split-stream design, per dtype and per tensor.
+//!
+//! For every element the top word (its two most significant bytes, or its only byte) is counted
+//! jointly, and each lower byte plane on its own. From the joint counts follow the order-0
+//! entropies of the high and second byte planes, of the exponent field and of the sign and
+//! mantissa bits beside it, and the conditional entropies H(second | high) and
+//! H(sign, mantissa | exponent), both equal to H(word) minus a marginal. Each gives a lower bound
+//! for a coder that models the planes that way.
+
+use crate::container::read_exact_or;
+use crate::entropy::entropy_bits;
+use crate::error::Result;
+use crate::safetensors::{read_file_header, Dtype};
+use std::io::{Read, Seek, SeekFrom};
+
+/// Bytes read per step; bounds memory whatever the tensor size.
+const CHUNK: usize = 4 << 20;
+
+/// Where a dtype's fields lie.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// Bytes per element.
+    pub width: usize,
+    /// Bits of the top word counted jointly: 16 (top two bytes), or 8 for one-byte types.
+    pub word_bits: u32,
+    /// Exponent field inside the top word, as (lowest bit, bit count); `None` for non-floats.
+    pub exponent: Option<(u32, u32)>,
+}
+
+impl Layout {
+    /// Layout of a dtype; an unknown dtype is read as plain bytes.
+    pub fn of(dtype: Option<Dtype>) -> Layout {
+        let width = dtype.map_or(1, |d| d.width() as usize);
+        // Positions within the top word: for F32 and F64 it holds the sign, the exponent and
+        // the top mantissa bits, as it does for the 16-bit types.
+        let exponent = match dtype {
+            Some(Dtype::BF16 | Dtype::F32) => Some((7, 8)),
+            Some(Dtype::F16) => Some((10, 5)),
+            Some(Dtype::F64) => Some((4, 11)),
+            Some(Dtype::F8E4M3) => Some((3, 4)),
+            Some(Dtype::F8E5M2) => Some((2, 5)),
+            _ => None,
+        };
+        Layout {
+            width,
+            word_bits: if width >= 2 { 16 } else { 8 },
+            exponent,
+        }
+    }
+
+    /// Byte planes in the top word: 2, or 1 for one-byte types.
+    fn word_planes(&self) -> usize {
+        self.width.min(2)
+    }
+
+    /// Name of byte plane `k`, counted from the most significant byte.
+    pub fn plane_name(&self, k: usize) -> String {
+        match (self.width, k) {
+            (1, _) => "byte".into(),
+            (2, 0) => "high byte".into(),
+            (2, _) => "low byte".into(),
+            (w, 0) => format!("byte {} (high)", w - 1),
+            (w, k) if k + 1 == w => "byte 0 (low)".into(),
+            (w, k) => format!("byte {}", w - 1 - k),
+        }
+    }
+}
+
+/// Counts of one dtype's elements (of one tensor, or of all tensors of that dtype).
+#[derive(Clone, Debug)]
+pub struct Counts {
+    /// How the elements are laid out.
+    pub layout: Layout,
+    /// Elements counted.
+    pub elements: u64,
+    /// Histogram of the top word (`1 << word_bits` entries).
+    pub word: Vec<u64>,
+    /// Histograms of the byte planes below the top word, most significant first.
+    pub lower: Vec<[u64; 256]>,
+}
+
+impl Counts {
+    /// Empty counts.
+    pub fn new(layout: Layout) -> Counts {
+        Counts {
+            layout,
+            elements: 0,
+            word: vec![0; 1 << layout.word_bits],
+            lower: vec![[0; 256]; layout.width - layout.word_planes()],
+        }
+    }
+
+    /// Counts the little-endian elements of `data`; a trailing partial element is ignored.
+    pub fn add(&mut self, data: &[u8]) {
+        let w = self.layout.width;
+        if w == 1 {
+            for &b in data {
+                self.word[b as usize] += 1;
+            }
+        } else {
+            for c in data.chunks_exact(w) {
+                self.word[(c[w - 1] as usize) << 8 | c[w - 2] as usize] += 1;
+                for (k, h) in self.lower.iter_mut().enumerate() {
+                    h[c[w - 3 - k] as usize] += 1;
+                }
+            }
+        }
+        self.elements += (data.len() / w) as u64;
+    }
+
+    /// Adds `other`'s counts (same layout).
+    pub fn merge(&mut self, other: &Counts) {
+        self.elements += other.elements;
+        for (a, b) in self.word.iter_mut().zip(&other.word) {
+            *a += b;
+        }
+        for (ha, hb) in self.lower.iter_mut().zip(&other.lower) {
+            for (a, b) in ha.iter_mut().zip(hb) {
+                *a += b;
+            }
+        }
+    }
+
+    /// Histogram of byte plane `k`, counted from the most significant byte.
+    pub fn plane(&self, k: usize) -> Vec<u64> {
+        if k >= self.layout.word_planes() {
+            return self.lower[k - self.layout.word_planes()].to_vec();
+        }
+        let shift = self.layout.word_bits - 8 * (k as u32 + 1);
+        self.project(256, |v| (v >> shift) & 0xFF)
+    }
+
+    /// Histogram of the exponent field (floats only).
+    pub fn exponent(&self) -> Option<Vec<u64>> {
+        let (lo, bits) = self.layout.exponent?;
+        Some(self.project(1 << bits, |v| (v >> lo) & ((1 << bits) - 1)))
+    }
+
+    /// Histogram of the top word's other bits, sign above mantissa (floats only).
+    pub fn sign_mantissa(&self) -> Option<Vec<u64>> {
+        let (lo, bits) = self.layout.exponent?;
+        let size = 1 << (self.layout.word_bits - bits);
+        Some(self.project(size, |v| (v >> (lo + bits)) << lo | (v & ((1 << lo) - 1))))
+    }
+
+    /// Histogram of a function of the top word.
+    fn project(&self, size: usize, f: impl Fn(usize) -> usize) -> Vec<u64> {
+        let mut h = vec![0u64; size];
+        for (v, &c) in self.word.iter().enumerate() {
+            h[f(v)] += c;
+        }
+        h
+    }
+
+    /// The entropies of these counts.
+    pub fn entropies(&self) -> Entropies {
+        let planes = (0..self.layout.width)
+            .map(|k| entropy_bits(&self.plane(k)))
+            .collect();
+        Entropies {
+            planes,
+            exponent: self.exponent().map(|h| entropy_bits(&h)),
+            sign_mantissa: self.sign_mantissa().map(|h| entropy_bits(&h)),
+            word: entropy_bits(&self.word),
+            word_planes: self.layout.word_planes(),
+        }
+    }
+}
+
+/// Order-0 and conditional entropies in bits per element of the field concerned.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Entropies {
+    /// Each byte plane, most significant first.
+    pub planes: Vec<f64>,
+    /// The exponent field (floats).
+    pub exponent: Option<f64>,
+    /// The top word's sign and mantissa bits (floats).
+    pub sign_mantissa: Option<f64>,
+    /// The top word as a whole.
+    pub word: f64,
+    /// Byte planes inside the top word.
+    word_planes: usize,
+}
+
+/// A lower bound on the coded size of a dtype's data.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bound {
+    /// Which model it bounds.
+    pub name: &'static str,
+    /// Bits per element.
+    pub bits: f64,
+}
+
+impl Entropies {
+    /// H(second byte | high byte) = H(word) - H(high byte), for types of two bytes or more.
+    pub fn second_given_high(&self) -> Option<f64> {
+        (self.word_planes == 2).then(|| (self.word - self.planes[0]).max(0.0))
+    }
+
+    /// H(sign, mantissa | exponent) = H(word) - H(exponent), for floats.
+    pub fn sign_mantissa_given_exponent(&self) -> Option<f64> {
+        self.exponent.map(|e| (self.word - e).max(0.0))
+    }
+
+    /// Sum of the byte planes below the top word.
+    fn rest(&self) -> f64 {
+        self.planes[self.word_planes..].iter().sum()
+    }
+
+    /// Bounds for coding each plane on its own, the exponent split, and the top word jointly
+    /// (the high byte, then the second byte given the high byte), in bits per element.
+    pub fn bounds(&self) -> Vec<Bound> {
+        let mut b = vec![Bound {
+            name: "byte planes, order-0",
+            bits: self.planes.iter().sum(),
+        }];
+        if let (Some(e), Some(sm)) = (self.exponent, self.sign_mantissa) {
+            b.push(Bound {
+                name: "exponent + sign/mantissa, order-0",
+                bits: e + sm + self.rest(),
+            });
+        }
+        if self.word_planes == 2 {
+            b.push(Bound {
+                name: "high byte + second byte given high",
+                bits: self.joint(),
+            });
+        }
+        b
+    }
+
+    /// The top word coded jointly and the lower planes on their own, in bits per element.
+    pub fn joint(&self) -> f64 {
+        self.word + self.rest()
+    }
+}
+
+/// One tensor's entropies.
+#[derive(Clone, Debug)]
+pub struct TensorAnalysis {
+    /// Name in the header.
+    pub name: String,
+    /// Dtype as written in the header.
+    pub dtype: String,
+    /// Shape.
+    pub shape: Vec<u64>,
+    /// Bytes of data.
+    pub bytes: u64,
+    /// Elements counted.
+    pub elements: u64,
+    /// Its entropies.
+    pub entropies: Entropies,
+}
+
+/// All tensors of one dtype.
+#[derive(Clone, Debug)]
+pub struct DtypeAnalysis {
+    /// Dtype as written in the header.
+    pub dtype: String,
+    /// Tensors of this dtype.
+    pub tensors: usize,
+    /// Bytes of data.
+    pub bytes: u64,
+    /// Counts over all of them.
+    pub counts: Counts,
+    /// Sum over the tensors of elements x their own joint bound ([`Entropies::joint`]).
+    pub per_tensor_bits: f64,
+}
+
+impl DtypeAnalysis {
+    /// Entropies over all tensors of this dtype.
+    pub fn entropies(&self) -> Entropies {
+        self.counts.entropies()
+    }
+
+    /// The bounds of [`Entropies::bounds`], then the joint bound with one model per tensor.
+    pub fn bounds(&self) -> Vec<Bound> {
+        let mut b = self.entropies().bounds();
+        b.push(Bound {
+            name: "joint, one model per tensor",
+            bits: self.per_tensor_bits / self.counts.elements.max(1) as f64,
+        });
+        b
+    }
+
+    /// Bits per element stored raw.
+    pub fn raw_bits(&self) -> f64 {
+        8.0 * self.counts.layout.width as f64
+    }
+}
+
+/// The analysis of one safetensors file.
+#[derive(Clone, Debug)]
+pub struct Analysis {
+    /// File length.
+    pub file_len: u64,
+    /// The 8-byte length and the JSON header.
+    pub header_len: u64,
+    /// Per dtype, most bytes first.
+    pub dtypes: Vec<DtypeAnalysis>,
+    /// Per tensor, most bytes first.
+    pub tensors: Vec<TensorAnalysis>,
+}
+
+impl Analysis {
+    /// Percentage of the file if `dtype`'s data took `bits` per element and everything else
+    /// were stored as it is.
+    pub fn file_percent(&self, dtype: &DtypeAnalysis, bits: f64) -> f64 {
+        let coded = bits * dtype.counts.elements as f64 / 8.0;
+        100.0 * (self.file_len as f64 - dtype.bytes as f64 + coded) / self.file_len.max(1) as f64
+    }
+
+    /// Percentage of the file with every dtype at its per-tensor joint bound and the header
+    /// and any bytes between tensors stored as they are.
+    pub fn best_percent(&self) -> f64 {
+        let saved: f64 = self
+            .dtypes
+            .iter()
+            .map(|d| d.bytes as f64 - d.per_tensor_bits / 8.0)
+            .sum();
+        100.0 * (self.file_len as f64 - saved) / self.file_len.max(1) as f64
+    }
+}
+
+/// Analyses the safetensors file `r`, reading each tensor once in bounded chunks.
+///
+/// A file that is not safetensors is [`crate::Error::InvalidArgument`] saying why.
+pub fn analyze<R: Read + Seek>(r: &mut R) -> Result<Analysis> {
+    analyze_in_chunks(r, CHUNK)
+}
+
+fn analyze_in_chunks<R: Read + Seek>(r: &mut R, chunk: usize) -> Result<Analysis> {
+    let (header, file_len) = read_file_header(r)?;
+    let base = header.prefix_len();
+    let mut dtypes: Vec<DtypeAnalysis> = Vec::new();
+    let mut tensors = Vec::with_capacity(header.tensors.len());
+    let mut buf = Vec::new();
+    for t in &header.tensors {
+        let layout = Layout::of(t.dtype);
+        let mut counts = Counts::new(layout);
+        let step = (chunk / layout.width).max(1) * layout.width;
+        r.seek(SeekFrom::Start(base + t.begin))?;
+        let mut left = t.end - t.begin;
+        while left > 0 {
+            let n = left.min(step as u64) as usize;
+            buf.resize(n, 0);
+            read_exact_or(r, &mut buf, "tensor data")?;
+            counts.add(&buf);
+            left -= n as u64;
+        }
+        let entropies = counts.entropies();
+        let d = match dtypes.iter_mut().find(|d| d.dtype == t.dtype_name) {
+            Some(d) => d,
+            None => {
+                dtypes.push(DtypeAnalysis {
+                    dtype: t.dtype_name.clone(),
+                    tensors: 0,
+                    bytes: 0,
+                    counts: Counts::new(layout),
+                    per_tensor_bits: 0.0,
+                });
+                dtypes.last_mut().expect("just pushed")
+            }
+        };
+        d.tensors += 1;
+        d.bytes += t.end - t.begin;
+        d.counts.merge(&counts);
+        d.per_tensor_bits += entropies.joint() * counts.elements as f64;
+        tensors.push(TensorAnalysis {
+            name: t.name.clone(),
+            dtype: t.dtype_name.clone(),
+            shape: t.shape.clone(),
+            bytes: t.end - t.begin,
+            elements: counts.elements,
+            entropies,
+        });
+    }
+    dtypes.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.dtype.cmp(&b.dtype)));
+    tensors.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.name.cmp(&b.name)));
+    Ok(Analysis {
+        file_len,
+        header_len: base,
+        dtypes,
+        tensors,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+    use std::io::Cursor;
+
+    /// A safetensors file from (name, dtype, raw little-endian bytes, element count).
+    fn file(tensors: &[(&str, &str, Vec<u8>, usize)]) -> Vec<u8> {
+        let mut json = Vec::new();
+        let mut data = Vec::new();
+        for (name, dtype, raw, n) in tensors {
+            json.push(format!(
+                r#""{name}":{{"dtype":"{dtype}","shape":[{n}],"data_offsets":[{},{}]}}"#,
+                data.len(),
+                data.len() + raw.len()
+            ));
+            data.extend_from_slice(raw);
+        }
+        let json = format!("{{{}}}", json.join(","));
+        let mut f = (json.len() as u64).to_le_bytes().to_vec();
+        f.extend_from_slice(json.as_bytes());
+        f.extend_from_slice(&data);
+        f
+    }
+
+    fn le16(v: &[u16]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    fn le32(v: &[u32]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    fn close(got: f64, want: f64, what: &str) {
+        assert!((got - want).abs() < 0.01, "{what}: {got} != {want}");
+    }
+
+    #[test]
+    fn entropies_match_hand_computed_values() {
+        // BF16: 1.0, 1.0, -1.0, 2.0.  F32: 1.0, 1.0, -1.0, 1.5.  U8: 1, 2, 3, 4.
+        let f = file(&[
+            ("a", "BF16", le16(&[0x3F80, 0x3F80, 0xBF80, 0x4000]), 4),
+            (
+                "b",
+                "F32",
+                le32(&[0x3F80_0000, 0x3F80_0000, 0xBF80_0000, 0x3FC0_0000]),
+                4,
+            ),
+            ("c", "U8", vec![1, 2, 3, 4], 4),
+        ]);
+        let a = analyze(&mut Cursor::new(&f)).unwrap();
+        let h34 = 0.811_278; // H(3/4, 1/4)
+        let by = |n: &str| a.dtypes.iter().find(|d| d.dtype == n).unwrap();
+
+        let bf = by("BF16").entropies();
+        // High bytes 3F,3F,BF,40: 1.5. Low 80,80,80,00: H(3/4). Exponents 7F,7F,7F,80: H(3/4).
+        // Sign/mantissa 00,00,80,00: H(3/4). The high byte determines the low byte: 0.
+        close(bf.planes[0], 1.5, "BF16 high");
+        close(bf.planes[1], h34, "BF16 low");
+        close(bf.exponent.unwrap(), h34, "BF16 exponent");
+        close(bf.sign_mantissa.unwrap(), h34, "BF16 sign/mantissa");
+        close(bf.second_given_high().unwrap(), 0.0, "BF16 low | high");
+        close(bf.word, 1.5, "BF16 word");
+        close(
+            bf.sign_mantissa_given_exponent().unwrap(),
+            1.5 - h34,
+            "sm | e",
+        );
+
+        let f32 = by("F32").entropies();
+        // Byte 3: 3F,3F,BF,3F; byte 2: 80,80,80,C0; bytes 1, 0 all zero. Exponent always 7F;
+        // sign/mantissa 00,00,80,40: 1.5. Byte 2 given byte 3: 3/4 * H(2/3, 1/3) = 0.6887.
+        for (k, want) in [h34, h34, 0.0, 0.0].into_iter().enumerate() {
+            close(f32.planes[k], want, "F32 plane");
+        }
+        close(f32.exponent.unwrap(), 0.0, "F32 exponent");
+        close(f32.sign_mantissa.unwrap(), 1.5, "F32 sign/mantissa");
+        close(
+            f32.second_given_high().unwrap(),
+            0.688_722,
+            "F32 byte 2 | byte 3",
+        );
+
+        let u8s = by("U8").entropies();
+        close(u8s.planes[0], 2.0, "U8");
+        assert_eq!(u8s.exponent, None);
+        assert_eq!(u8s.second_given_high(), None);
+
+        // Bounds: BF16 joint 1.5 bits of 16; the file % counts everything else as stored.
+        let d = by("BF16");
+        let joint = d
+            .bounds()
+            .iter()
+            .find(|b| b.name.starts_with("high"))
+            .unwrap()
+            .bits;
+        close(joint, 1.5, "BF16 joint bound");
+        let want = 100.0 * (f.len() as f64 - 8.0 + 4.0 * 1.5 / 8.0) / f.len() as f64;
+        close(a.file_percent(d, joint), want, "file %");
+        assert_eq!(a.tensors[0].name, "b", "largest tensor first");
+        assert_eq!(a.header_len + 8 + 16 + 4, f.len() as u64);
+    }
+
+    /// Entropy computed the plain way, from a map of values to counts.
+    fn naive(values: impl Iterator<Item = u64>) -> f64 {
+        let mut m: HashMap<u64, f64> = HashMap::new();
+        let mut n = 0.0;
+        for v in values {
+            *m.entry(v).or_default() += 1.0;
+            n += 1.0;
+        }
+        m.values().map(|c| -(c / n) * (c / n).log2()).sum()
+    }
+
+    #[test]
+    fn entropies_agree_with_a_naive_computation_across_chunks() {
+        // Skewed values so every field has a non-trivial distribution.
+        let mut s = 0x1234_5678_u64;
+        let vals: Vec<u16> = (0..20_000)
+            .map(|_| {
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let x = (s >> 33) as u16;
+                (x & 0x807F) | (0x3C00 + (x >> 7).trailing_zeros() as u16 * 0x80)
+            })
+            .collect();
+        let f = file(&[("h", "F16", le16(&vals), vals.len())]);
+        // An odd chunk size checks that elements are never split between reads.
+        let a = analyze_in_chunks(&mut Cursor::new(&f), 999).unwrap();
+        let e = a.dtypes[0].entropies();
+        let v = || vals.iter().map(|&x| x as u64);
+        close(e.planes[0], naive(v().map(|x| x >> 8)), "high");
+        close(e.planes[1], naive(v().map(|x| x & 0xFF)), "low");
+        close(
+            e.exponent.unwrap(),
+            naive(v().map(|x| (x >> 10) & 31)),
+            "exp",
+        );
+        let sm = naive(v().map(|x| (x >> 15) << 10 | (x & 0x3FF)));
+        close(e.sign_mantissa.unwrap(), sm, "sign/mantissa");
+        let low_given_high = naive(v()) - naive(v().map(|x| x >> 8));
+        close(e.second_given_high().unwrap(), low_given_high, "low | high");
+        assert_eq!(a.dtypes[0].counts.elements, vals.len() as u64);
+    }
+
+    #[test]
+    fn rejects_files_that_are_not_safetensors() {
+        for bad in [
+            &b"not a model at all"[..],
+            b"",
+            &[2, 0, 0, 0, 0, 0, 0, 0, b'[', b']'],
+        ] {
+            let e = analyze(&mut Cursor::new(bad)).unwrap_err().to_string();
+            assert!(e.contains("not a safetensors file"), "{e}");
+        }
+    }
+}

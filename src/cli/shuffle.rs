@@ -1,0 +1,43 @@
+//! `sc shuffle`: a file's byte planes as FAST splits them, uncoded, for other compressors.
+
+use anyhow::{Context, Result};
+use clap::Args;
+use std::fs::File;
+use std::io::BufReader;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct ShuffleArgs {
+    /// File to shuffle; with --undo, a shuffled stream ('-' for stdin)
+    input: PathBuf,
+    /// Restore the original file from a shuffled stream
+    #[arg(long)]
+    undo: bool,
+    /// Block size, as in encode
+    #[arg(short, long, default_value = "1M", value_parser = super::parse_size)]
+    block_size: u32,
+    /// Output file (default: stdout)
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    /// Overwrite an existing output file
+    #[arg(short, long)]
+    force: bool,
+}
+
+pub fn run(a: &ShuffleArgs) -> Result<()> {
+    let dest = a.output.as_deref().filter(|o| !super::is_stdio(o));
+    let what = super::name(&a.input);
+    super::write_with(dest, a.force, true, |out| {
+        if a.undo {
+            let (mut input, _) = super::open_input(&a.input)?;
+            sc::shuffle::unshuffle(&mut input, out).with_context(|| format!("restoring {what}"))?;
+        } else {
+            let f = File::open(&a.input)
+                .with_context(|| format!("cannot open {}", a.input.display()))?;
+            let mut input = BufReader::with_capacity(1 << 20, f);
+            sc::shuffle::shuffle(&mut input, out, a.block_size)
+                .with_context(|| format!("shuffling {what}"))?;
+        }
+        Ok(())
+    })
+}

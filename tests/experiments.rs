@@ -1,0 +1,295 @@
+//! The experiment commands run as a user would: `analyze`, `sweep`, `bench`, `shuffle`, and
+//! `verify` over many archives. Only small files, and nothing that needs zstd or the other
+//! compressors to be installed.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const TINY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/tiny.safetensors");
+const SAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/sample.safetensors");
+
+/// Runs `sc args...` in `dir` with the environment changed by `env`.
+fn sc_env(dir: &Path, args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_sc"));
+    c.args(args).current_dir(dir);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("run sc")
+}
+
+fn sc(dir: &Path, args: &[&str]) -> Output {
+    sc_env(dir, args, &[])
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Stdout of a run that must succeed.
+fn ok(out: Output, what: &str) -> String {
+    assert_eq!(out.status.code(), Some(0), "{what}: {}", text(&out.stderr));
+    text(&out.stdout)
+}
+
+/// Stderr of a run that must fail with exit 1 and one `sc: error:` line.
+fn fails(out: Output, what: &str) -> String {
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{what} should fail: {err}");
+    assert_eq!(err.lines().count(), 1, "{what}: one error line: {err}");
+    assert!(
+        err.starts_with("sc: error: ") && !err.contains("panicked"),
+        "{err}"
+    );
+    err
+}
+
+/// Cells of the markdown table row whose first cells are `key`.
+fn row(out: &str, key: &[&str]) -> Vec<String> {
+    out.lines()
+        .map(|l| {
+            l.split('|')
+                .map(|c| c.trim().to_string())
+                .collect::<Vec<_>>()
+        })
+        .find(|cells| cells.len() > key.len() && cells[1..=key.len()] == *key)
+        .unwrap_or_else(|| panic!("no row {key:?} in:\n{out}"))[1..]
+        .to_vec()
+}
+
+/// A safetensors file of (name, dtype, little-endian data, element count).
+fn safetensors(tensors: &[(&str, &str, Vec<u8>, usize)]) -> Vec<u8> {
+    let (mut json, mut data) = (Vec::new(), Vec::new());
+    for (name, dtype, raw, n) in tensors {
+        let end = data.len() + raw.len();
+        json.push(format!(
+            r#""{name}":{{"dtype":"{dtype}","shape":[{n}],"data_offsets":[{},{end}]}}"#,
+            data.len()
+        ));
+        data.extend_from_slice(raw);
+    }
+    let json = format!("{{{}}}", json.join(","));
+    let mut f = (json.len() as u64).to_le_bytes().to_vec();
+    f.extend_from_slice(json.as_bytes());
+    f.extend_from_slice(&data);
+    f
+}
+
+fn workdir() -> (tempfile::TempDir, PathBuf) {
+    let d = tempfile::tempdir().expect("temp dir");
+    let p = d.path().to_path_buf();
+    (d, p)
+}
+
+/// -p log2 p summed: the entropy of a distribution given by counts.
+fn entropy(counts: &[f64]) -> f64 {
+    let n: f64 = counts.iter().sum();
+    counts.iter().map(|c| -(c / n) * (c / n).log2()).sum()
+}
+
+#[test]
+fn analyze_reports_hand_computed_entropies() {
+    let (_t, d) = workdir();
+    // BF16 1.0, 1.0, -1.0, 2.0, 0.5, 0.5, 0.5, 0.5: high bytes 3F 3F BF 40 3F 3F 3F 3F, low
+    // bytes 80 80 80 00 00 00 00 00, exponents 7F 7F 7F 80 7E 7E 7E 7E, sign/mantissa
+    // 00 00 80 00 00 00 00 00; the whole values are {3F80: 2, BF80: 1, 4000: 1, 3F00: 4}.
+    let vals: [u16; 8] = [
+        0x3F80, 0x3F80, 0xBF80, 0x4000, 0x3F00, 0x3F00, 0x3F00, 0x3F00,
+    ];
+    let raw: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
+    std::fs::write(
+        d.join("m.safetensors"),
+        safetensors(&[("w", "BF16", raw, 8), ("b", "U8", vec![7, 7, 9, 9], 4)]),
+    )
+    .unwrap();
+    let out = ok(
+        sc(&d, &["analyze", "m.safetensors", "--plot", "plots"]),
+        "analyze",
+    );
+    // Columns: dtype, tensors, elements, % of file, field, bits, entropy, % of bits.
+    let h = |field: &str| -> f64 {
+        let cells = out
+            .lines()
+            .map(|l| l.split('|').map(str::trim).collect::<Vec<_>>())
+            .find(|c| c.len() > 7 && c[1] == "BF16" && c[5] == field)
+            .unwrap_or_else(|| panic!("no {field} row:\n{out}"));
+        cells[7].parse().unwrap()
+    };
+    let word = entropy(&[2.0, 1.0, 1.0, 4.0]);
+    let high = entropy(&[6.0, 1.0, 1.0]);
+    let checks = [
+        ("high byte", high),
+        ("low byte", entropy(&[3.0, 5.0])),
+        ("exponent", entropy(&[3.0, 1.0, 4.0])),
+        ("sign + mantissa (top word)", entropy(&[7.0, 1.0])),
+        ("low byte given high byte", word - high),
+        ("top word (2 high bytes) jointly", word),
+    ];
+    for (field, want) in checks {
+        let got = h(field);
+        assert!((got - want).abs() < 0.01, "{field}: {got} vs {want}");
+    }
+    assert_eq!(row(&out, &["U8", "1"])[6], "1.0000", "U8 7 7 9 9: one bit");
+    // Bounds: the joint bound in bits per element and as % of this dtype's 16 bits.
+    let joint = row(&out, &["BF16", "high byte + second byte given high"]);
+    assert!((joint[2].parse::<f64>().unwrap() - word).abs() < 0.01);
+    assert!((joint[3].parse::<f64>().unwrap() - 100.0 * word / 16.0).abs() < 0.01);
+    let svg = std::fs::read_to_string(d.join("plots/m.BF16.svg")).expect("BF16 histogram");
+    assert!(svg.starts_with("<?xml") && svg.trim_end().ends_with("</svg>"));
+    assert!(
+        svg.contains(&format!("high byte: H = {high:.3} of 8 bits")),
+        "{svg}"
+    );
+    assert!(svg.contains("exponent (8 bits)"));
+}
+
+#[test]
+fn experiment_commands_reject_other_files_in_one_line() {
+    let (_t, d) = workdir();
+    std::fs::write(d.join("notes.txt"), "not a model, just some text\n").unwrap();
+    for args in [
+        &["analyze", "notes.txt"][..],
+        &["sweep", "notes.txt"],
+        &["bench", "notes.txt"],
+    ] {
+        let err = fails(sc(&d, args), args[0]);
+        assert!(
+            err.contains("notes.txt") && err.contains("not a safetensors file"),
+            "{err}"
+        );
+    }
+    fails(sc(&d, &["analyze", "missing.safetensors"]), "missing file");
+    // Usage errors are clap's: exit 2.
+    let bad = sc(&d, &["bench", "--against", "lz4", TINY]);
+    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad.stderr));
+    assert!(text(&bad.stderr).contains("unknown compressor"));
+}
+
+#[test]
+fn sweep_shows_framing_shrinking_as_blocks_grow() {
+    let (_t, d) = workdir();
+    let args = [
+        "sweep",
+        SAMPLE,
+        "--block-sizes",
+        "16K,1M",
+        "--mode",
+        "fast",
+        "--runs",
+        "1",
+        "--csv",
+        "--plot",
+        "charts",
+    ];
+    let out = ok(sc(&d, &args), "sweep");
+    let rows: Vec<Vec<&str>> = out
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    assert_eq!(out.lines().next().unwrap().split(',').count(), 10, "{out}");
+    assert_eq!(rows.len(), 2, "{out}");
+    let num = |r: usize, c: usize| rows[r][c].parse::<f64>().unwrap();
+    assert_eq!((rows[0][2], rows[1][2]), ("16K", "1M"));
+    assert!(num(0, 3) > num(1, 3), "more blocks at 16K: {out}");
+    assert!(num(0, 5) > num(1, 5), "more framing at 16K: {out}");
+    assert!(num(0, 4) > 50.0 && num(0, 4) < 100.0, "{out}");
+    let svg = std::fs::read_to_string(d.join("charts/sweep.sample.svg")).expect("chart");
+    assert!(svg.contains(">16K<") && svg.contains(">1M<") && svg.contains("Peak memory"));
+}
+
+/// A directory holding only a link to `cp`, as PATH: zstd and the rest are then missing.
+#[cfg(unix)]
+#[test]
+fn bench_reports_missing_programs_and_checks_round_trips() {
+    let Some(cp) = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .map(|d| d.join("cp"))
+        .find(|p| p.is_file())
+    else {
+        return;
+    };
+    let (_t, d) = workdir();
+    let bin = d.join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    std::os::unix::fs::symlink(&cp, bin.join("cp")).unwrap();
+    let args = [
+        "bench",
+        TINY,
+        "--runs",
+        "2",
+        "--against",
+        "gzip,shuffle-zstd",
+    ];
+    let out = ok(sc_env(&d, &args, &[("PATH", bin.as_os_str())]), "bench");
+    for tool in ["sc fast", "sc best", "cp"] {
+        let r = row(&out, &["tiny", tool]);
+        assert_eq!(r[7], "ok", "{tool}: {out}");
+        let size: f64 = r[2].parse().unwrap();
+        assert!(size > 0.0 && size <= 101.0, "{tool}: {out}");
+    }
+    assert_eq!(row(&out, &["tiny", "cp"])[2], "100.00");
+    assert!(!out.contains("zstd -1"), "{out}");
+    assert!(out.contains("Not installed, skipped: gzip, zstd."), "{out}");
+    assert!(out.contains("Median of 2 alternating runs"), "{out}");
+}
+
+#[test]
+fn shuffle_round_trips_through_files_and_pipes() {
+    let (_t, d) = workdir();
+    ok(sc(&d, &["shuffle", SAMPLE, "-o", "s.bin"]), "shuffle");
+    let shuffled = std::fs::read(d.join("s.bin")).unwrap();
+    let original = std::fs::read(SAMPLE).unwrap();
+    assert_ne!(shuffled[5..5 + original.len()], original[..]);
+    let back = sc(&d, &["shuffle", "--undo", "s.bin", "-o", "-"]);
+    assert!(back.stdout == original, "unshuffled file differs");
+    fails(
+        sc(&d, &["shuffle", "--undo", SAMPLE, "-o", "x"]),
+        "not shuffled",
+    );
+}
+
+#[test]
+fn verify_checks_directories_and_fails_if_any_archive_does() {
+    let (_t, d) = workdir();
+    std::fs::create_dir_all(d.join("set/sub")).unwrap();
+    for (src, dest) in [(TINY, "set/a.sc"), (SAMPLE, "set/sub/b.sc")] {
+        ok(sc(&d, &["encode", "-q", src, "-o", dest]), "encode");
+    }
+    std::fs::write(d.join("set/readme.txt"), "not an archive").unwrap();
+    let out = ok(sc(&d, &["verify", "set"]), "verify set");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    assert!(
+        lines[0].starts_with("set/a.sc: OK, 7544 bytes, md5 "),
+        "{out}"
+    );
+    assert!(
+        lines[1].starts_with("set/sub/b.sc: OK, 3908400 bytes"),
+        "{out}"
+    );
+    assert!(
+        lines[2].starts_with("total: 2 archives, 2 OK, 0 failed"),
+        "{out}"
+    );
+    // Two archives are two archives, not an archive and its original.
+    let two = ok(
+        sc(&d, &["verify", "set/a.sc", "set/sub/b.sc"]),
+        "verify two",
+    );
+    assert!(two.contains("total: 2 archives, 2 OK"), "{two}");
+
+    let mut b = std::fs::read(d.join("set/sub/b.sc")).unwrap();
+    let mid = b.len() / 2;
+    b[mid] ^= 0x10;
+    std::fs::write(d.join("set/sub/b.sc"), b).unwrap();
+    let run = sc(&d, &["verify", "set"]);
+    let out = text(&run.stdout);
+    let err = fails(run, "verify with a corrupt archive");
+    assert!(err.contains("1 of 2 archives failed"), "{err}");
+    assert!(out.contains("set/a.sc: OK"), "{out}");
+    assert!(out.contains("set/sub/b.sc: FAILED: "), "{out}");
+    assert!(out.contains("total: 2 archives, 1 OK, 1 failed"), "{out}");
+
+    std::fs::create_dir(d.join("empty")).unwrap();
+    assert!(fails(sc(&d, &["verify", "empty"]), "empty").contains("no .sc archives"));
+}
