@@ -1,5 +1,5 @@
-//! Canonical Huffman coding with code lengths limited to [`MAX_BITS`], so that decoding is one
-//! lookup in a 4096-entry table per symbol.
+//! Canonical Huffman coding with code lengths limited to [`MAX_BITS`], so that a decoder can
+//! look codes up in small tables; this one takes up to three symbols per lookup.
 //!
 //! Plane payload layout (all integers little-endian):
 //! ```text
@@ -17,10 +17,10 @@
 use crate::entropy::histogram;
 use crate::error::CodecError;
 
-/// Longest code length; the decode table has `1 << MAX_BITS` entries.
+/// Longest code length.
 pub const MAX_BITS: u32 = 12;
+/// Number of `MAX_BITS`-bit windows: Kraft sums count the windows that codes start.
 const TABLE_LEN: usize = 1 << MAX_BITS;
-const TABLE_MASK: u64 = TABLE_LEN as u64 - 1;
 /// Number of interleaved bit streams per plane.
 pub const STREAMS: usize = 4;
 
@@ -89,10 +89,11 @@ pub fn code_lengths(hist: &[u32; 256], limit: u32) -> [u8; 256] {
 /// Canonical codes for `lens`, bit-reversed for an LSB-first stream.
 fn canonical_codes(lens: &[u8; 256]) -> [u16; 256] {
     let mut count = [0u16; MAX_BITS as usize + 1];
-    for &l in lens.iter() {
+    // Unused symbols are skipped rather than counted and reset: most of the 256 are unused, and
+    // incrementing one counter back to back is a store-to-load chain.
+    for &l in lens.iter().filter(|&&l| l > 0) {
         count[l as usize] += 1;
     }
-    count[0] = 0;
     let mut next = [0u16; MAX_BITS as usize + 2];
     let mut code = 0u16;
     for len in 1..=MAX_BITS as usize {
@@ -259,61 +260,310 @@ fn encode_stream(data: &[u8], table: &[u32; 256], out: &mut Vec<u8>) {
     out.truncate(start + pos);
 }
 
-/// Decode state of one bit stream.
-struct Stream<'a> {
-    data: &'a [u8],
-    /// Next byte to load; may run past `data.len()` on corrupt input (zeros are shifted in).
-    pos: usize,
-    buf: u64,
-    nbits: u32,
+/// Bits a decode table looks up at once: one fewer than [`MAX_BITS`] halves the table, so that
+/// four per-stream tables fit the L1 cache together, and costs only the rare 12-bit codes.
+const LOOKUP_BITS: u32 = MAX_BITS - 1;
+const LOOKUP_LEN: usize = 1 << LOOKUP_BITS;
+const LOOKUP_MASK: u64 = LOOKUP_LEN as u64 - 1;
+
+/// Multi-symbol decode table, indexed by the next [`LOOKUP_BITS`] bits of a stream: an entry
+/// holds the up to [`MAX_SYMS`] codes that lie wholly inside those bits, as their symbols in
+/// bytes 0-2 (stream order), their total length in bits 24-29 and their count in bits 30-31.
+/// Exponent planes average under 3 bits per code, so one trip through the lookup-shift
+/// dependency chain yields ~2.9 symbols instead of one, and the decoder stores all four bytes
+/// unconditionally. Count 0 marks an escape: the bits start with a 12-bit code, whose symbol is
+/// byte 0 or 1 by the 12th bit (see [`escape`]).
+type Table = [u32; LOOKUP_LEN];
+
+const MAX_SYMS: u32 = 3;
+const LEN_SHIFT: u32 = 24;
+const COUNT_SHIFT: u32 = 30;
+/// An escape to two unassigned codes: windows that no code starts (incomplete codes, corrupt
+/// data only) read as symbol 0 taking 12 bits, as in the single-symbol decoder, so decoding
+/// always makes progress.
+const UNFILLED: u32 = MAX_BITS << LEN_SHIFT;
+/// Lookups per stream between refills: a refill leaves at least 56 bits, a lookup takes <= 12.
+const LOOKUPS: usize = 4;
+/// How far one round of [`LOOKUPS`] lookups can advance a stream's output position.
+const ROUND_ADVANCE: usize = LOOKUPS * MAX_SYMS as usize;
+/// How far past its position one round can write: the last lookup stores 4 bytes after at most
+/// `LOOKUPS - 1` full advances.
+const ROUND_REACH: usize = (LOOKUPS - 1) * MAX_SYMS as usize + 4;
+
+/// The single-symbol entry an escape entry `e` stands for, given the stream bits `buf`.
+#[inline(always)]
+fn escape(e: u32, buf: u64) -> u32 {
+    let symbol = (e >> (8 * ((buf >> LOOKUP_BITS) & 1))) & 0xFF;
+    symbol | MAX_BITS << LEN_SHIFT | 1 << COUNT_SHIFT
 }
 
-impl<'a> Stream<'a> {
-    fn new(data: &'a [u8]) -> Self {
-        Stream {
-            data,
-            pos: 0,
-            buf: 0,
-            nbits: 0,
+/// The code lengths of one table and its multi-symbol lookup table.
+struct DecodeTable {
+    lens: [u8; 256],
+    multi: Box<Table>,
+}
+
+/// A used symbol, its code length and its code (bit-reversed, as it appears in a stream).
+type Code = (u8, u32, usize);
+
+impl DecodeTable {
+    fn new(lens: &[u8; 256]) -> Self {
+        let codes = canonical_codes(lens);
+        // Canonical order (by length, then symbol) is the order of the codes' values read
+        // most-significant bit first, which `Builder::fill` relies on.
+        let mut syms: Vec<Code> = (0..256)
+            .filter(|&s| lens[s] > 0)
+            .map(|s| (s as u8, lens[s] as u32, codes[s] as usize))
+            .collect();
+        syms.sort_by_key(|&(_, len, _)| len);
+        let mut fits = [0usize; LOOKUP_BITS as usize + 1];
+        for d in 1..fits.len() {
+            let exact = syms.iter().filter(|c| c.1 as usize == d).count();
+            fits[d] = 2 * fits[d - 1] + exact;
+        }
+        let mut builder = Builder {
+            table: Box::new([0; LOOKUP_LEN]),
+            syms: &syms,
+            fits,
+        };
+        builder.fill(0, 0, 0);
+        // The root left UNFILLED escapes where a 12-bit code starts; name its symbol there.
+        for &(s, _, code) in syms.iter().filter(|c| c.1 == MAX_BITS) {
+            builder.table[code % LOOKUP_LEN] |= (s as u32) << (8 * (code >> LOOKUP_BITS));
+        }
+        DecodeTable {
+            lens: *lens,
+            multi: builder.table,
         }
     }
+}
 
-    /// Tops the buffer up to at least 56 bits: one unaligned load, no per-byte branches.
-    #[inline(always)]
-    fn refill(&mut self) {
-        if let Some(word) = self.data.get(self.pos..self.pos + 8) {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(word);
-            self.buf |= u64::from_le_bytes(b) << self.nbits;
-            self.pos += ((63 - self.nbits) >> 3) as usize;
-            self.nbits |= 56;
-        } else {
-            while self.nbits <= 56 {
-                let byte = self.data.get(self.pos).copied().unwrap_or(0);
-                self.buf |= (byte as u64) << self.nbits;
-                self.pos += 1;
-                self.nbits += 8;
+struct Builder<'a> {
+    table: Box<Table>,
+    /// Used symbols in canonical order.
+    syms: &'a [Code],
+    /// `fits[d]`: the d-bit windows that start with a whole code are, read most-significant bit
+    /// first, exactly `0..fits[d]` (canonical codes are numbered up by length).
+    fits: [usize; LOOKUP_BITS as usize + 1],
+}
+
+impl Builder<'_> {
+    /// Fills the slots whose low `used` bits (`base`) are the codes that `prefix` holds (an
+    /// entry; 0 at the root): each slot is written once, with the longest run of up to
+    /// [`MAX_SYMS`] codes its bits start with.
+    fn fill(&mut self, base: usize, used: u32, prefix: u32) {
+        let count = prefix >> COUNT_SHIFT;
+        let symbols = prefix & ((1 << LEN_SHIFT) - 1);
+        let room = LOOKUP_BITS - used;
+        for &(s, len, code) in self.syms {
+            if len > room {
+                break;
+            }
+            let bits = used + len;
+            let entry = symbols
+                | (s as u32) << (8 * count)
+                | bits << LEN_SHIFT
+                | (count + 1) << COUNT_SHIFT;
+            let start = base | code << used;
+            if count + 1 < MAX_SYMS {
+                self.fill(start, bits, entry);
+            } else {
+                let mut slot = start;
+                while slot < LOOKUP_LEN {
+                    self.table[slot] = entry;
+                    slot += 1 << bits;
+                }
             }
         }
+        // The windows that start with a longer code (or none, in an incomplete code) stop at
+        // the prefix; one slot each.
+        let rest = if count == 0 { UNFILLED } else { prefix };
+        for v in self.fits[room as usize]..1 << room {
+            // `v` reversed in `room` bits (the shift stays below 64 when room is 0).
+            let window = ((v as u32).reverse_bits() as u64 >> (32 - room)) as usize;
+            self.table[base | window << used] = rest;
+        }
+    }
+}
+
+/// Set above the unconsumed bits of a lane's buffer: its leading zeros are the bits consumed
+/// since the last load, so a lookup only shifts and no bit counter is updated per symbol.
+const MARKER: u64 = 1 << 63;
+
+/// The 8 bytes of `data` from `at` on, little-endian, zeros past the end.
+#[inline(always)]
+fn read_word(data: &[u8], at: usize) -> u64 {
+    match data.get(at..at + 8) {
+        Some(word) => u64::from_le_bytes(word.try_into().unwrap_or_default()),
+        None => read_word_tail(data, at),
+    }
+}
+
+/// [`read_word`] near the end of a stream: only its last few symbols, or corrupt input.
+#[cold]
+fn read_word_tail(data: &[u8], at: usize) -> u64 {
+    let mut b = [0u8; 8];
+    if let Some(rest) = data.get(at..) {
+        let n = rest.len().min(8);
+        b[..n].copy_from_slice(&rest[..n]);
+    }
+    u64::from_le_bytes(b)
+}
+
+/// One stream with its table and output range `at..end` of the plane.
+#[derive(Clone, Copy)]
+struct Lane<'a> {
+    data: &'a [u8],
+    /// Byte of `data` that `buf` was last loaded from.
+    byte: usize,
+    /// The stream's bits from `byte * 8` on, shifted right past those consumed, under [`MARKER`].
+    buf: u64,
+    table: &'a Table,
+    lens: &'a [u8; 256],
+    at: usize,
+    end: usize,
+}
+
+impl<'a> Lane<'a> {
+    fn new(data: &'a [u8], table: &'a DecodeTable, at: usize, end: usize) -> Self {
+        Lane {
+            data,
+            byte: 0,
+            buf: MARKER,
+            table: &table.multi,
+            lens: &table.lens,
+            at,
+            end,
+        }
     }
 
+    fn room(&self) -> usize {
+        self.end - self.at
+    }
+
+    /// Reloads the buffer at the first unconsumed bit: at least 56 bits then lie under the marker.
     #[inline(always)]
-    fn decode(&mut self, table: &[u16; TABLE_LEN]) -> u8 {
-        let e = table[(self.buf & TABLE_MASK) as usize];
-        let len = (e >> 8) as u32;
+    fn refill(&mut self) {
+        let consumed = self.buf.leading_zeros() as usize;
+        self.byte += consumed / 8;
+        self.buf = (read_word(self.data, self.byte) | MARKER) >> (consumed % 8);
+    }
+
+    /// The table entry for the next bits, escapes resolved.
+    #[inline(always)]
+    fn entry(&self) -> u32 {
+        let e = self.table[(self.buf & LOOKUP_MASK) as usize];
+        if e >> COUNT_SHIFT == 0 {
+            return escape(e, self.buf);
+        }
+        e
+    }
+
+    /// Decodes the next table entry's symbols into `out[at..at + 4]` and advances past them.
+    ///
+    /// # Safety
+    /// `out` must be valid for writes at `at..at + 4`.
+    #[inline(always)]
+    unsafe fn lookup(&mut self, out: *mut u8) {
+        let e = self.entry();
+        out.add(self.at)
+            .cast::<[u8; 4]>()
+            .write_unaligned(e.to_le_bytes());
+        self.buf >>= (e >> LEN_SHIFT) & 63;
+        self.at += (e >> COUNT_SHIFT) as usize;
+    }
+
+    /// Decodes one symbol; for the last few of a stream, where a whole entry may not fit.
+    fn decode_one(&mut self, out: &mut [u8]) {
+        self.refill();
+        let e = self.entry();
+        let s = e as u8;
+        let len = if e >> COUNT_SHIFT == 1 {
+            (e >> LEN_SHIFT) & 63
+        } else {
+            self.lens[s as usize] as u32
+        };
         self.buf >>= len;
-        self.nbits -= len;
-        e as u8
+        if let Some(o) = out.get_mut(self.at) {
+            *o = s;
+        }
+        self.at += 1;
     }
 
     /// True if decoding consumed more bits than the stream holds.
     fn overran(&self) -> bool {
-        (self.pos as u64) * 8 - (self.nbits as u64) > (self.data.len() as u64) * 8
+        self.byte * 8 + self.buf.leading_zeros() as usize > self.data.len() * 8
     }
 }
 
-/// Decodes a plane payload made by [`encode`] into `out` (whose length is the symbol count).
-pub fn decode(payload: &[u8], out: &mut [u8]) -> Result<(), CodecError> {
+/// Decodes the first `N` lanes, interleaved, until one has too little output room left for a
+/// whole round of unconditional stores.
+#[inline(always)]
+fn run<const N: usize>(lanes: &mut [Lane], out: &mut [u8]) {
+    let Some(chunk) = lanes.first_chunk_mut::<N>() else {
+        return;
+    };
+    // A local copy keeps the decode state in registers across the stores through `ptr`.
+    let mut l = *chunk;
+    let ptr = out.as_mut_ptr();
+    loop {
+        let room = l.iter().map(Lane::room).min().unwrap_or(0);
+        let rounds = (room + ROUND_ADVANCE).saturating_sub(ROUND_REACH) / ROUND_ADVANCE;
+        if rounds == 0 {
+            break;
+        }
+        for _ in 0..rounds {
+            for lane in l.iter_mut() {
+                lane.refill();
+            }
+            for _ in 0..LOOKUPS {
+                for lane in l.iter_mut() {
+                    // SAFETY: every lane has `end <= out.len()` and at least `room` bytes left at
+                    // the start of this batch; round j starts at most `j * ROUND_ADVANCE` past
+                    // that and writes below `j * ROUND_ADVANCE + ROUND_REACH <= room`.
+                    unsafe { lane.lookup(ptr) };
+                }
+            }
+        }
+    }
+    *chunk = l;
+}
+
+/// Decodes all but the last few symbols of each lane.
+#[inline(always)]
+fn bulk(lanes: &mut [Lane; STREAMS], out: &mut [u8]) {
+    // Streams finish the interleaved loop at different times (their codes differ in length);
+    // the ones with the most left go on together.
+    run::<4>(lanes, out);
+    lanes.sort_unstable_by_key(|l| std::cmp::Reverse(l.room()));
+    run::<3>(lanes, out);
+    lanes[..3].sort_unstable_by_key(|l| std::cmp::Reverse(l.room()));
+    run::<2>(lanes, out);
+    lanes[..2].sort_unstable_by_key(|l| std::cmp::Reverse(l.room()));
+    run::<1>(lanes, out);
+}
+
+/// [`bulk`] compiled for one-uop variable shifts (BMI2) and leading-zero counts (LZCNT).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "bmi2,lzcnt")]
+unsafe fn bulk_bmi2(lanes: &mut [Lane; STREAMS], out: &mut [u8]) {
+    bulk(lanes, out);
+}
+
+/// [`bulk`] as compiled for this CPU.
+fn bulk_detect(lanes: &mut [Lane; STREAMS], out: &mut [u8]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("bmi2") && std::is_x86_feature_detected!("lzcnt") {
+        // SAFETY: the CPU has the features `bulk_bmi2` is compiled for.
+        return unsafe { bulk_bmi2(lanes, out) };
+    }
+    bulk(lanes, out);
+}
+
+/// The code lengths of a payload's tables and its four streams.
+type Parsed<'a> = (Vec<[u8; 256]>, [&'a [u8]; STREAMS]);
+
+fn parse(payload: &[u8]) -> Result<Parsed<'_>, CodecError> {
     let count = *payload
         .first()
         .ok_or(CodecError("huffman table truncated"))? as usize;
@@ -324,101 +574,56 @@ pub fn decode(payload: &[u8], out: &mut [u8]) -> Result<(), CodecError> {
     let mut tables = Vec::with_capacity(count);
     for _ in 0..count {
         let (lens, n) = read_lengths(&payload[used..])?;
-        tables.push(decode_table(&lens));
+        tables.push(lens);
         used += n;
     }
-    let table_for = |k: usize| &*tables[k.min(count - 1)];
-    let (t0, t1, t2, t3) = (table_for(0), table_for(1), table_for(2), table_for(3));
-    let sizes_bytes = payload
+    let sizes = payload
         .get(used..used + 12)
         .ok_or(CodecError("huffman stream sizes truncated"))?;
-    let mut streams_data = &payload[used + 12..];
-    let mut streams: Vec<Stream> = Vec::with_capacity(STREAMS);
-    for k in 0..STREAMS {
-        let size = if k < 3 {
-            let mut b = [0u8; 4];
-            b.copy_from_slice(&sizes_bytes[4 * k..4 * k + 4]);
-            u32::from_le_bytes(b) as usize
-        } else {
-            streams_data.len()
+    let mut rest = &payload[used + 12..];
+    let mut streams = [&rest[..0]; STREAMS];
+    for (k, stream) in streams.iter_mut().enumerate() {
+        // Stream 3 has no size of its own: it takes the rest.
+        let size = match sizes.get(4 * k..4 * k + 4) {
+            Some(b) => u32::from_le_bytes(b.try_into().unwrap_or_default()) as usize,
+            None => rest.len(),
         };
-        if size > streams_data.len() {
+        if size > rest.len() {
             return Err(CodecError("huffman stream sizes exceed the plane"));
         }
-        let (head, rest) = streams_data.split_at(size);
-        streams.push(Stream::new(head));
-        streams_data = rest;
+        (*stream, rest) = rest.split_at(size);
     }
-    let q = quarter(out.len());
-    let mut outs: [&mut [u8]; STREAMS] = Default::default();
-    let mut rest = out;
-    for o in outs.iter_mut() {
-        let (head, tail) = rest.split_at_mut(q.min(rest.len()));
-        *o = head;
-        rest = tail;
-    }
-    let groups = outs.iter().map(|o| o.len() / 4).min().unwrap_or(0);
-    let [o0, o1, o2, o3] = outs;
-    let (h0, r0) = o0.split_at_mut(groups * 4);
-    let (h1, r1) = o1.split_at_mut(groups * 4);
-    let (h2, r2) = o2.split_at_mut(groups * 4);
-    let (h3, r3) = o3.split_at_mut(groups * 4);
-    let [mut s0, mut s1, mut s2, mut s3]: [Stream; STREAMS] = match streams.try_into() {
-        Ok(s) => s,
-        Err(_) => return Err(CodecError("huffman stream count")),
-    };
-    let quads = h0
-        .chunks_exact_mut(4)
-        .zip(h1.chunks_exact_mut(4))
-        .zip(h2.chunks_exact_mut(4))
-        .zip(h3.chunks_exact_mut(4));
-    for (((a, b), c), d) in quads {
-        s0.refill();
-        s1.refill();
-        s2.refill();
-        s3.refill();
-        for i in 0..4 {
-            a[i] = s0.decode(t0);
-            b[i] = s1.decode(t1);
-            c[i] = s2.decode(t2);
-            d[i] = s3.decode(t3);
+    Ok((tables, streams))
+}
+
+/// Decodes a plane payload made by [`encode`] into `out` (whose length is the symbol count).
+pub fn decode(payload: &[u8], out: &mut [u8]) -> Result<(), CodecError> {
+    decode_with(payload, out, bulk_detect)
+}
+
+fn decode_with(
+    payload: &[u8],
+    out: &mut [u8],
+    decode_bulk: fn(&mut [Lane; STREAMS], &mut [u8]),
+) -> Result<(), CodecError> {
+    let (lens, streams) = parse(payload)?;
+    let tables: Vec<DecodeTable> = lens.iter().map(DecodeTable::new).collect();
+    let n = out.len();
+    let q = quarter(n);
+    let mut lanes: [Lane; STREAMS] = std::array::from_fn(|k| {
+        let table = &tables[k.min(tables.len() - 1)];
+        Lane::new(streams[k], table, (k * q).min(n), ((k + 1) * q).min(n))
+    });
+    decode_bulk(&mut lanes, out);
+    for lane in &mut lanes {
+        while lane.at < lane.end {
+            lane.decode_one(out);
         }
-    }
-    for (s, tail, table) in [
-        (&mut s0, r0, t0),
-        (&mut s1, r1, t1),
-        (&mut s2, r2, t2),
-        (&mut s3, r3, t3),
-    ] {
-        for o in tail.iter_mut() {
-            s.refill();
-            *o = s.decode(table);
-        }
-        if s.overran() {
+        if lane.overran() {
             return Err(CodecError("huffman stream overrun"));
         }
     }
     Ok(())
-}
-
-/// Lookup table: low 8 bits symbol, high 8 bits code length.
-fn decode_table(lens: &[u8; 256]) -> Box<[u16; TABLE_LEN]> {
-    let codes = canonical_codes(lens);
-    // Unfilled slots (only reachable in an incomplete code on corrupt data) consume 12 bits.
-    let mut table = Box::new([(MAX_BITS as u16) << 8; TABLE_LEN]);
-    for s in 0..256 {
-        let l = lens[s] as usize;
-        if l == 0 {
-            continue;
-        }
-        let entry = (l as u16) << 8 | s as u16;
-        let mut i = codes[s] as usize;
-        while i < TABLE_LEN {
-            table[i] = entry;
-            i += 1 << l;
-        }
-    }
-    table
 }
 
 /// Encodes `data` into a new buffer, computing its histogram; for tests and benches.
@@ -431,6 +636,7 @@ pub fn encode_plain(data: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn kraft(lens: &[u8; 256]) -> u64 {
         lens.iter()
@@ -461,6 +667,193 @@ mod tests {
                 decode(&enc, &mut out).unwrap();
             }
             assert_eq!(out, data, "n={n}");
+        }
+    }
+
+    /// Symbol and code length for every 12-bit window, (0, 12) where no code starts: what the
+    /// decoder did before its tables held several symbols.
+    fn single_table(lens: &[u8; 256]) -> Vec<(u8, u32)> {
+        let codes = canonical_codes(lens);
+        let mut table = vec![(0u8, MAX_BITS); TABLE_LEN];
+        for s in (0..256).filter(|&s| lens[s] > 0) {
+            for slot in table[codes[s] as usize..].iter_mut().step_by(1 << lens[s]) {
+                *slot = (s as u8, lens[s] as u32);
+            }
+        }
+        table
+    }
+
+    /// One symbol per lookup, one stream after the other: the behaviour `decode` must keep.
+    fn decode_one_at_a_time(payload: &[u8], out: &mut [u8]) -> Result<(), CodecError> {
+        let (lens, streams) = parse(payload)?;
+        let singles: Vec<_> = lens.iter().map(single_table).collect();
+        let (n, q) = (out.len(), quarter(out.len()));
+        for (k, stream) in streams.iter().enumerate() {
+            let table = &singles[k.min(singles.len() - 1)];
+            let bit = |i: usize| {
+                stream
+                    .get(i / 8)
+                    .map_or(0, |&b| (b as usize >> (i % 8)) & 1)
+            };
+            let mut pos = 0;
+            for o in &mut out[(k * q).min(n)..((k + 1) * q).min(n)] {
+                let window = (0..MAX_BITS as usize)
+                    .map(|b| bit(pos + b) << b)
+                    .sum::<usize>();
+                let (s, len) = table[window];
+                *o = s;
+                pos += len as usize;
+            }
+            if pos > stream.len() * 8 {
+                return Err(CodecError("huffman stream overrun"));
+            }
+        }
+        Ok(())
+    }
+
+    fn check_table(lens: &[u8; 256]) {
+        let single = single_table(lens);
+        let table = DecodeTable::new(lens);
+        for (w, &e) in table.multi.iter().enumerate() {
+            let expect = if single[w].1 > LOOKUP_BITS {
+                // A 12-bit code (or none): the escape names the symbol for either 12th bit.
+                single[w].0 as u32 | (single[w | LOOKUP_LEN].0 as u32) << 8 | MAX_BITS << LEN_SHIFT
+            } else {
+                let (mut e, mut used, mut count) = (0, 0, 0);
+                while count < MAX_SYMS {
+                    let (s, len) = single[w >> used];
+                    if used + len > LOOKUP_BITS {
+                        break;
+                    }
+                    e |= (s as u32) << (8 * count);
+                    used += len;
+                    count += 1;
+                }
+                e | used << LEN_SHIFT | count << COUNT_SHIFT
+            };
+            assert_eq!(e, expect, "slot {w:#x} of {lens:?}");
+        }
+    }
+
+    /// Histograms from skewed over a few symbols (codes of 1-3 bits, several per lookup) to
+    /// spread over many (12-bit codes, escapes).
+    fn hist_strategy() -> impl Strategy<Value = [u32; 256]> {
+        (
+            1usize..=256,
+            0u32..=24,
+            prop::collection::vec(any::<u32>(), 256),
+        )
+            .prop_map(|(used, spread, w)| {
+                let mut hist = [0u32; 256];
+                // An odd multiplier permutes the symbols: a varied set of `used` of them.
+                for s in 0..256 {
+                    if (s * 167 + w[0] as usize) % 256 < used {
+                        hist[s] = 1 << (w[s] % (spread + 1));
+                    }
+                }
+                hist
+            })
+    }
+
+    /// `n` symbols drawn from `hist` (xorshift from `seed`).
+    fn sample(hist: &[u32; 256], n: usize, seed: u64) -> Vec<u8> {
+        let total: u64 = hist.iter().map(|&h| h as u64).sum();
+        let mut x = seed | 1;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let mut r = x % total;
+                for (s, &h) in hist.iter().enumerate() {
+                    if r < h as u64 {
+                        return s as u8;
+                    }
+                    r -= h as u64;
+                }
+                unreachable!("r < total")
+            })
+            .collect()
+    }
+
+    #[test]
+    fn tables_hold_what_single_lookups_decode() {
+        let mut one = [0u8; 256];
+        one[255] = 1;
+        check_table(&one);
+        check_table(&[8; 256]);
+        let mut twelve = [12u8; 256];
+        twelve[0] = 1;
+        check_table(&twelve);
+        let fib: [u32; 256] = std::array::from_fn(|s| if s < 40 { 1 << (s / 2) } else { 0 });
+        check_table(&code_lengths(&fib, MAX_BITS));
+        // A BF16 exponent plane: three 2-bit codes, a 3-bit one, a tail out to 12 bits.
+        let mut exp = [0u32; 256];
+        for (s, h) in (110..=127).zip([
+            139, 273, 531, 965, 1981, 3970, 7921, 15781, 31460, 62179, 114585, 166427, 100539,
+            16027, 1345, 29, 7, 1,
+        ]) {
+            exp[s] = h;
+        }
+        check_table(&code_lengths(&exp, MAX_BITS));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: 300,
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        })]
+
+        #[test]
+        fn tables_hold_what_single_lookups_decode_prop(
+            hist in hist_strategy(),
+            drop in prop::collection::vec(any::<u8>(), 0..4),
+        ) {
+            let mut lens = code_lengths(&hist, MAX_BITS);
+            // Dropped codes leave an incomplete code, as corrupt data may declare.
+            for &s in &drop {
+                if lens.iter().filter(|&&l| l > 0).count() > 1 {
+                    lens[s as usize] = 0;
+                }
+            }
+            check_table(&lens);
+        }
+
+        /// Valid, corrupted and truncated payloads, decoded at the right length or a wrong one,
+        /// through both compiled variants of the interleaved loop.
+        #[test]
+        fn decode_matches_one_symbol_at_a_time(
+            hist in hist_strategy(),
+            n in prop_oneof![1usize..200, 1usize..5000, 60_000usize..70_000],
+            seed in any::<u64>(),
+            flips in prop::collection::vec((any::<prop::sample::Index>(), 1u8..=255), 0..3),
+            cut in prop::option::of(any::<prop::sample::Index>()),
+            out_delta in -2i64..=2,
+        ) {
+            let data = sample(&hist, n, seed);
+            let mut p = encode_plain(&data);
+            let mut out = vec![0u8; n];
+            decode(&p, &mut out).unwrap();
+            prop_assert!(out == data);
+            for (at, b) in &flips {
+                let i = at.index(p.len());
+                p[i] ^= b;
+            }
+            if let Some(c) = cut {
+                p.truncate(c.index(p.len() + 1));
+            }
+            let m = (n as i64 + out_delta).max(0) as usize;
+            let mut expect = vec![0u8; m];
+            let want = decode_one_at_a_time(&p, &mut expect);
+            for decode_bulk in [bulk_detect, bulk] {
+                let mut got = vec![0u8; m];
+                prop_assert_eq!(decode_with(&p, &mut got, decode_bulk), want);
+                // After an error the output is unspecified (decoders stop at different points).
+                if want.is_ok() {
+                    prop_assert!(got == expect);
+                }
+            }
         }
     }
 }
