@@ -350,8 +350,8 @@ fn analyze_in_chunks<R: Read + Seek>(r: &mut R, chunk: usize) -> Result<Analysis
             left -= n as u64;
         }
         let entropies = counts.entropies();
-        let d = match dtypes.iter_mut().find(|d| d.dtype == t.dtype_name) {
-            Some(d) => d,
+        let at = match dtypes.iter().position(|d| d.dtype == t.dtype_name) {
+            Some(at) => at,
             None => {
                 dtypes.push(DtypeAnalysis {
                     dtype: t.dtype_name.clone(),
@@ -360,9 +360,10 @@ fn analyze_in_chunks<R: Read + Seek>(r: &mut R, chunk: usize) -> Result<Analysis
                     counts: Counts::new(layout),
                     per_tensor_bits: 0.0,
                 });
-                dtypes.last_mut().expect("just pushed")
+                dtypes.len() - 1
             }
         };
+        let d = &mut dtypes[at];
         d.tensors += 1;
         d.bytes += t.end - t.begin;
         d.counts.merge(&counts);

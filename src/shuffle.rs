@@ -75,9 +75,10 @@ pub fn unshuffle<R: Read, W: Write>(input: &mut R, output: &mut W) -> Result<u64
     let (header, prefix) = match start[0] {
         GENERIC => (None, Vec::new()),
         SAFETENSORS => {
-            let mut prefix = vec![0u8; 8];
-            read_exact_or(input, &mut prefix, "shuffled stream header")?;
-            let n = json_len(&prefix[..8].try_into().expect("8 bytes"));
+            let mut len = [0u8; 8];
+            read_exact_or(input, &mut len, "shuffled stream header")?;
+            let n = json_len(&len);
+            let mut prefix = len.to_vec();
             if n > MAX_HEADER_LEN {
                 return Err(bad("header length is implausible"));
             }
