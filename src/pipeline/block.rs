@@ -298,9 +298,14 @@ pub fn decode_block(
                     .collect::<Result<Vec<&[u8]>, CodecError>>()
             },
         );
-        let mut views = head?.to_vec();
-        views.extend(rest?);
-        record.transform.merge(&views, out)?;
+        // A fixed array: no allocation per block (the tail's Vec is empty, so free, for the
+        // common two-plane blocks).
+        let mut views: [&[u8]; MAX_PLANES] = Default::default();
+        views[..2].copy_from_slice(&head?);
+        for (v, r) in views[2..].iter_mut().zip(rest?) {
+            *v = r;
+        }
+        record.transform.merge(&views[..n], out)?;
     }
     if checksum::block(out) != record.checksum {
         return Err(CodecError(

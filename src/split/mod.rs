@@ -283,8 +283,11 @@ fn split_with<const W: usize>(
         None => unreachable!("every transform gets MAX_PLANES planes"),
     });
     for (i, c) in raw.chunks_exact(W).enumerate().take(n) {
-        // chunks_exact(W) yields W-byte chunks only, so the conversion cannot fail.
-        let v = f(c.try_into().expect("chunk of W bytes"));
+        // chunks_exact(W) yields W-byte chunks only: the else branch is never taken.
+        let Ok(elem) = <[u8; W]>::try_from(c) else {
+            continue;
+        };
+        let v = f(elem);
         for k in 0..W {
             outs[k][i] = v[k];
         }
