@@ -16,9 +16,9 @@
 use crate::container::{read_exact_or, BlockRecord, FileHeader, Footer, IndexEntry, Kind};
 use crate::error::{Error, Result};
 use crate::pipeline::block::Scratch;
-use crate::pipeline::decode::{decode_batch, Block, Counting};
+use crate::pipeline::decode::{decode_one, Block, Counting};
 use crate::pipeline::pool::Pool;
-use crate::pipeline::{batch_blocks, overlap};
+use crate::pipeline::{ordered, window};
 use crate::safetensors::{Header, TensorInfo};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::ops::Range;
@@ -103,8 +103,8 @@ impl<R: Read + Seek + Send> Archive<R> {
             archive_len,
             tensors,
             cache: None,
-            buffers: Pool::new(batch_blocks() * 4),
-            scratch: Pool::new(batch_blocks()),
+            buffers: Pool::new(window() * 2 + 2),
+            scratch: Pool::new(rayon::current_num_threads() + 1),
         })
     }
 
@@ -227,35 +227,30 @@ impl<R: Read + Seek + Send> Archive<R> {
             scratch,
             ..
         } = self;
-        overlap(
-            || {
-                let stop = end.min(next + batch_blocks());
-                let batch = (next..stop)
-                    .map(|n| read_block(input, block_size, index, n, buffers))
-                    .collect();
-                next = stop;
-                batch
-            },
-            |batch| decode_batch(batch, buffers, scratch),
-            |batch, decoded| {
-                let mut numbered = Vec::with_capacity(batch.len());
-                for ((n, rec, payload), block) in batch.into_iter().zip(decoded) {
-                    stats.blocks_decoded += 1;
-                    stats.block_bytes_read += (rec.encoded_len() + payload.len()) as u64;
-                    stats.bytes_decoded += rec.raw_len as u64;
-                    buffers.give(payload);
-                    numbered.push((n as usize, block));
+        ordered(
+            window(),
+            &mut || {
+                if next == end {
+                    return Ok(None);
                 }
-                numbered
+                let block = read_block(input, block_size, index, next, buffers)?;
+                next += 1;
+                stats.block_bytes_read += block.1.encoded_len() as u64 + block.1.payload_len();
+                Ok(Some(block))
             },
-            |decoded| {
-                for (n, block) in decoded {
-                    out.write_all(&block[slice_of(n, &block)])?;
-                    if n == last {
-                        *cache = Some((n, block));
-                    } else {
-                        buffers.give(block);
-                    }
+            &|block| {
+                let n = block.0 as usize;
+                decode_one(block, buffers, scratch).map(|(_, out)| (n, out))
+            },
+            &mut |decoded| {
+                let (n, block) = decoded?;
+                stats.blocks_decoded += 1;
+                stats.bytes_decoded += block.len() as u64;
+                out.write_all(&block[slice_of(n, &block)])?;
+                if n == last {
+                    *cache = Some((n, block));
+                } else {
+                    buffers.give(block);
                 }
                 Ok(())
             },

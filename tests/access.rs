@@ -84,7 +84,13 @@ fn every_tensor_and_range_at_every_block_size_and_mode() {
     for mode in [Mode::Fast, Mode::Best] {
         for block_size in [4 << 10, 64 << 10, 1 << 20] {
             let what = format!("{mode:?} {block_size}");
-            let archive = encode_to_vec(&original, &EncodeOptions { mode, block_size });
+            let archive = encode_to_vec(
+                &original,
+                &EncodeOptions {
+                    block_size,
+                    ..EncodeOptions::new(mode)
+                },
+            );
             let mut a = open(&archive);
             assert_eq!(a.tensors().len(), tensors.len(), "{what}");
             for (name, range) in &tensors {
@@ -133,8 +139,8 @@ fn a_tensor_decodes_only_its_blocks() {
     let original = model_20mb();
     assert!(original.len() > 20_000_000);
     let opts = EncodeOptions {
-        mode: Mode::Fast,
         block_size: MIB as u32,
+        ..EncodeOptions::new(Mode::Fast)
     };
     let archive = encode_to_vec(&original, &opts);
     let mut a = open(&archive);
@@ -200,8 +206,8 @@ fn extracted_safetensors_parse_and_match() {
     let archive = encode_to_vec(
         &original,
         &EncodeOptions {
-            mode: Mode::Best,
             block_size: 64 << 10,
+            ..EncodeOptions::new(Mode::Best)
         },
     );
     let mut a = open(&archive);
@@ -262,8 +268,8 @@ fn stored_bytes_account_for_the_whole_archive() {
             let archive = encode_to_vec(
                 &file,
                 &EncodeOptions {
-                    mode: Mode::Fast,
                     block_size,
+                    ..EncodeOptions::new(Mode::Fast)
                 },
             );
             let a = open(&archive);
@@ -343,8 +349,8 @@ fn corrupt_archives_give_errors() {
         let archive = encode_to_vec(
             &tiny,
             &EncodeOptions {
-                mode,
                 block_size: 4096,
+                ..EncodeOptions::new(mode)
             },
         );
         let read_all = |bytes: &[u8]| -> sc::Result<Vec<u8>> {
@@ -390,8 +396,8 @@ fn index_that_disagrees_with_the_blocks_is_rejected() {
     let archive = encode_to_vec(
         &original,
         &EncodeOptions {
-            mode: Mode::Fast,
             block_size: 64 << 10,
+            ..EncodeOptions::new(Mode::Fast)
         },
     );
     let footer = Footer::read_from_end(&mut Cursor::new(&archive), archive.len() as u64).unwrap();

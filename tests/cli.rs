@@ -154,8 +154,8 @@ fn assert_same(got: &[u8], want: &[u8], what: &str) {
 fn corrupt_archive(k: usize) -> Vec<u8> {
     let input = sample();
     let opts = sc::EncodeOptions {
-        mode: sc::Mode::Fast,
         block_size: 64 << 10,
+        ..sc::EncodeOptions::new(sc::Mode::Fast)
     };
     let mut archive = common::encode_to_vec(&input, &opts);
     let info = sc::inspect(&mut std::io::Cursor::new(&archive)).unwrap();

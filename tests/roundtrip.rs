@@ -2,6 +2,7 @@
 //! excerpt, the full shared checkpoint when present, synthesised safetensors edge cases,
 //! non-safetensors inputs, and determinism across thread counts.
 
+use md5::{Digest, Md5};
 use proptest::prelude::*;
 use sc::{decode, encode, inspect, DecodeOptions, EncodeOptions, EncodeReport, Kind, Mode};
 use std::io::{self, Read};
@@ -63,13 +64,17 @@ fn encode_with(
     block_size: u32,
 ) -> (Vec<u8>, EncodeReport) {
     let mut archive = Vec::new();
-    let opts = EncodeOptions { mode, block_size };
+    let opts = EncodeOptions {
+        block_size,
+        ..EncodeOptions::new(mode)
+    };
     let report = encode(input, len, &mut archive, &opts, &mut |_| {}).expect("encode");
     (archive, report)
 }
 
-/// Decodes `archive` (with and without the archive length) and checks it gives `input` back.
-fn check_decode(archive: &[u8], input: &[u8], what: &str) {
+/// Decodes `archive` (with and without the archive length) and checks it gives `input` back,
+/// with the MD5 the encoder reported as recorded (or none).
+fn check_decode(archive: &[u8], input: &[u8], recorded: Option<[u8; 16]>, what: &str) {
     for archive_len in [Some(archive.len() as u64), None] {
         let mut out = Vec::new();
         let opts = DecodeOptions {
@@ -81,8 +86,15 @@ fn check_decode(archive: &[u8], input: &[u8], what: &str) {
         assert!(out == input, "{what}: decoded bytes differ from the input");
         assert_eq!(report.original_len, input.len() as u64, "{what}");
         assert_eq!(report.archive_len, archive.len() as u64, "{what}");
-        assert_eq!(report.md5, Some(report.stored_md5), "{what}");
+        let md5: [u8; 16] = Md5::digest(input).into();
+        assert_eq!(report.md5, Some(md5), "{what}: MD5 of the output");
+        assert_eq!(report.stored_md5, recorded, "{what}: recorded MD5");
     }
+}
+
+/// The MD5 an archive of `input` records with `mode`'s default settings.
+fn default_md5(mode: Mode, input: &[u8]) -> Option<[u8; 16]> {
+    (mode == Mode::Best).then(|| Md5::digest(input).into())
 }
 
 /// Encodes `input` (length known), checks the report and the round trip; returns the archive.
@@ -97,7 +109,9 @@ fn roundtrip(input: &[u8], mode: Mode, block_size: u32) -> (Vec<u8>, EncodeRepor
         "{what}: generic_reason {:?}",
         report.generic_reason
     );
-    check_decode(&archive, input, &what);
+    // BEST records the MD5 by default, FAST does not.
+    assert_eq!(report.md5.is_some(), mode == Mode::Best, "{what}");
+    check_decode(&archive, input, report.md5, &what);
     check_inspect(&archive, input, &report, &what);
     (archive, report)
 }
@@ -108,7 +122,8 @@ fn check_inspect(archive: &[u8], input: &[u8], report: &EncodeReport, what: &str
     assert_eq!(info.archive_len, archive.len() as u64, "{what}");
     assert_eq!(info.header.kind, report.kind, "{what}");
     assert_eq!(info.footer.original_len, input.len() as u64, "{what}");
-    assert_eq!(info.footer.md5, report.md5, "{what}");
+    assert_eq!(info.header.md5, report.md5.is_some(), "{what}");
+    assert_eq!(info.footer.md5, report.md5.unwrap_or_default(), "{what}");
     assert_eq!(info.footer.index.len() as u64, report.blocks, "{what}");
     let prefix = info.header.prefix.len();
     assert_eq!(&input[..prefix], &info.header.prefix[..], "{what}");
@@ -144,7 +159,7 @@ fn roundtrip_all(input: &[u8]) -> [EncodeReport; 2] {
         // Streamed: the header can only be checked without the payload length. For inputs whose
         // header survives that check either way, the archive is the same.
         let (streamed, sreport) = encode_with(input, None, mode, DEFAULT_BLOCK);
-        check_decode(&streamed, input, &format!("{mode:?} streamed"));
+        check_decode(&streamed, input, sreport.md5, &format!("{mode:?} streamed"));
         if sreport.kind == report.kind {
             assert!(streamed == archive, "{mode:?}: streamed archive differs");
         }
@@ -240,7 +255,17 @@ fn sample_excerpt_best_beats_fast() {
     let input = std::fs::read(crate_path("testdata/sample.safetensors")).expect("testdata");
     let [fast, best] = roundtrip_all(&input);
     assert!(best.archive_len < fast.archive_len);
-    assert_eq!(fast.md5, best.md5);
+    let md5: [u8; 16] = Md5::digest(&input).into();
+    assert_eq!((fast.md5, best.md5), (None, Some(md5)));
+    // FAST records it when asked, and the decoder then checks it.
+    let mut archive = Vec::new();
+    let opts = EncodeOptions {
+        md5: true,
+        ..EncodeOptions::new(Mode::Fast)
+    };
+    let report = encode(&input[..], None, &mut archive, &opts, &mut |_| {}).unwrap();
+    assert_eq!(report.md5, Some(md5));
+    check_decode(&archive, &input, Some(md5), "FAST with --md5");
 }
 
 #[test]
@@ -255,8 +280,8 @@ fn sample_excerpt_from_a_trickling_reader() {
         };
         let mut archive = Vec::new();
         let opts = EncodeOptions {
-            mode: Mode::Fast,
             block_size: 64 << 10,
+            ..EncodeOptions::new(Mode::Fast)
         };
         encode(reader, len, &mut archive, &opts, &mut |_| {}).expect("encode");
         assert!(archive == reference);
@@ -281,8 +306,8 @@ fn progress_is_monotonic_and_complete() {
     let mut seen = Vec::new();
     let mut archive = Vec::new();
     let opts = EncodeOptions {
-        mode: Mode::Fast,
         block_size: 64 << 10,
+        ..EncodeOptions::new(Mode::Fast)
     };
     encode(&input[..], None, &mut archive, &opts, &mut |n| seen.push(n)).unwrap();
     assert!(seen.windows(2).all(|w| w[0] <= w[1]));
@@ -798,17 +823,22 @@ fn offsets_beyond_the_file() {
         assert_eq!(report.kind, Kind::Generic);
         // Streamed: the payload length is unknown, so the header passes; it must still
         // round-trip although the tensor ends early.
-        let (archive, _) = encode_with(&input, None, mode, DEFAULT_BLOCK);
-        check_decode(&archive, &input, "streamed, short tensor");
-        let (archive, _) = encode_with(&input, None, mode, 4096);
-        check_decode(&archive, &input, "streamed, short tensor, small blocks");
+        let (archive, r) = encode_with(&input, None, mode, DEFAULT_BLOCK);
+        check_decode(&archive, &input, r.md5, "streamed, short tensor");
+        let (archive, r) = encode_with(&input, None, mode, 4096);
+        check_decode(
+            &archive,
+            &input,
+            r.md5,
+            "streamed, short tensor, small blocks",
+        );
     }
     // Streamed, ending at an odd byte inside a BF16 tensor.
     let mut odd = input.clone();
     odd.pop();
     for mode in MODES {
-        let (archive, _) = encode_with(&odd, None, mode, 4096);
-        check_decode(&archive, &odd, "streamed, odd end");
+        let (archive, r) = encode_with(&odd, None, mode, 4096);
+        check_decode(&archive, &odd, r.md5, "streamed, odd end");
     }
 }
 
@@ -880,7 +910,7 @@ fn archive_identical_with_1_and_4_threads() {
                     one == four_streamed,
                     "{name} {mode:?} block {block}: stream differs"
                 );
-                check_decode(&four, input, name);
+                check_decode(&four, input, default_md5(mode, input), name);
             }
         }
     }
@@ -890,7 +920,8 @@ fn archive_identical_with_1_and_4_threads() {
         .num_threads(1)
         .build()
         .unwrap();
-    pool.install(|| check_decode(&archive, &sample, "1-thread decode"));
+    let md5 = default_md5(Mode::Best, &sample);
+    pool.install(|| check_decode(&archive, &sample, md5, "1-thread decode"));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -992,6 +1023,6 @@ proptest! {
         if cut.is_none() {
             prop_assert_eq!(report.kind, Kind::Safetensors);
         }
-        check_decode(&archive, &input, "random layout");
+        check_decode(&archive, &input, report.md5, "random layout");
     }
 }

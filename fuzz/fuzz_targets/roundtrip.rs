@@ -11,7 +11,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let mode = if sel & 1 == 0 { Mode::Fast } else { Mode::Best };
     let block_size = [4096, 4098, 12290, 65536][(sel >> 1) as usize % 4];
-    let opts = EncodeOptions { mode, block_size };
+    let opts = EncodeOptions { block_size, ..EncodeOptions::new(mode) };
     let mut archive = Vec::new();
     sc::encode(
         input,

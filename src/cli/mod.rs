@@ -99,7 +99,15 @@ struct EncodeArgs {
     block_size: u32,
     #[command(flatten)]
     out: OutputArgs,
-    /// Delete INPUT once the archive is written and verified by decoding it back
+    /// Record the input's MD5 in the archive (BEST's default; FAST leaves it out because MD5
+    /// alone runs slower than FAST's coding; blocks always carry checksums)
+    #[arg(long, overrides_with = "no_md5")]
+    md5: bool,
+    /// Do not record the input's MD5, even in BEST mode
+    #[arg(long)]
+    no_md5: bool,
+    /// Delete INPUT once the archive is written and verified by decoding it back (records the
+    /// MD5, to compare)
     #[arg(long)]
     rm: bool,
     #[command(flatten)]
@@ -199,11 +207,16 @@ fn is_stdio(p: &Path) -> bool {
     p.as_os_str() == "-"
 }
 
+/// Buffer size for file and pipe I/O. Blocks (and their coded forms) are larger, so the
+/// buffers only gather the small records between them: block data goes straight between the
+/// kernel and the pipeline's own buffers, never copied through these.
+pub(crate) const IO_BUFFER: usize = 64 << 10;
+
 /// Opens an input; returns the reader and its length when it is a regular file.
 fn open_input(path: &Path) -> Result<(Box<dyn Read + Send>, Option<u64>)> {
     if is_stdio(path) {
         return Ok((
-            Box::new(BufReader::with_capacity(1 << 20, io::stdin())),
+            Box::new(BufReader::with_capacity(IO_BUFFER, io::stdin())),
             None,
         ));
     }
@@ -215,7 +228,7 @@ fn open_input(path: &Path) -> Result<(Box<dyn Read + Send>, Option<u64>)> {
         bail!("{} is a directory", path.display());
     }
     let len = meta.is_file().then_some(meta.len());
-    Ok((Box::new(BufReader::with_capacity(1 << 20, f)), len))
+    Ok((Box::new(BufReader::with_capacity(IO_BUFFER, f)), len))
 }
 
 /// Chooses the destination: `None` means stdout.
@@ -346,8 +359,9 @@ fn encode_one(
     }
     let (reader, len) = open_input(input)?;
     let opts = EncodeOptions {
-        mode: a.mode,
         block_size: a.block_size,
+        md5: a.rm || a.md5 || (!a.no_md5 && EncodeOptions::new(a.mode).md5),
+        ..EncodeOptions::new(a.mode)
     };
     let report = write_with(dest, a.out.force, true, |out| {
         sc::encode(reader, len, out, &opts, progress)
@@ -363,7 +377,7 @@ fn encode_one(
         };
         let back = sc::decode(archive, io::sink(), &opts, &mut |_| {})
             .with_context(|| format!("verifying {} before --rm", dest.display()))?;
-        remove_input(input, back.md5 == Some(report.md5))?;
+        remove_input(input, back.md5.is_some() && back.md5 == report.md5)?;
     }
     Ok(report)
 }
@@ -433,7 +447,7 @@ fn decode_one(
     })?;
     if let (true, Some(dest)) = (a.rm, dest) {
         // The MD5 was checked on the way out; check the file that landed as well.
-        remove_input(input, md5_of_file(dest)? == report.stored_md5)?;
+        remove_input(input, Some(md5_of_file(dest)?) == report.md5)?;
     }
     Ok(report)
 }
@@ -464,7 +478,8 @@ fn verify(a: &VerifyArgs) -> Result<()> {
     }
 }
 
-/// Decodes the archive `input` without writing it, checking every block and the MD5.
+/// Decodes the archive `input` without writing it, checking every block and computing the MD5
+/// (compared with the recorded one, if any).
 fn check_archive(input: &Path, quiet: bool) -> Result<sc::DecodeReport> {
     let (archive, len) = open_input(input)?;
     let opts = DecodeOptions {
@@ -484,11 +499,11 @@ fn verify_one(input: &Path, original: Option<&Path>, common: &Common) -> Result<
     );
     let report = report?;
     if let (Some(path), Some(m)) = (original, orig_md5?) {
-        if m != report.stored_md5 {
+        if Some(m) != report.md5 {
             bail!(
                 "{}: MD5 {} does not match {} ({})",
                 name(input),
-                hex(&report.stored_md5),
+                verify::md5_text(&report),
                 path.display(),
                 hex(&m)
             );
@@ -499,7 +514,7 @@ fn verify_one(input: &Path, original: Option<&Path>, common: &Common) -> Result<
             "{}: OK, {} bytes, md5 {}{}\n",
             name(input),
             report.original_len,
-            hex(&report.stored_md5),
+            verify::md5_text(&report),
             original.map_or(String::new(), |p| format!(", matches {}", p.display()))
         ))?;
     }
@@ -524,7 +539,10 @@ fn info(a: &InfoArgs) -> Result<()> {
     writeln!(
         t,
         "input:       {kind}, {orig} bytes, md5 {}",
-        hex(&info.footer.md5)
+        match h.md5 {
+            true => hex(&info.footer.md5),
+            false => "not recorded".into(),
+        }
     )?;
     writeln!(
         t,

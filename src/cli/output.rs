@@ -1,6 +1,7 @@
 //! Where results go: stdout, or a temporary file in the target directory that is renamed over
 //! the destination only once everything succeeded.
 
+use super::IO_BUFFER;
 use anyhow::{bail, Context, Result};
 use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -53,7 +54,7 @@ impl Output {
                 bail!("refusing to write binary data to a terminal (use -o FILE, or -f to force)");
             }
             return Ok(Output::Stdout(BufWriter::with_capacity(
-                1 << 20,
+                IO_BUFFER,
                 io::stdout(),
             )));
         };
@@ -80,7 +81,7 @@ impl Output {
             paths.push(tmp.path().to_path_buf());
         }
         Ok(Output::File {
-            tmp: BufWriter::with_capacity(1 << 20, tmp),
+            tmp: BufWriter::with_capacity(IO_BUFFER, tmp),
             dest: dest.to_path_buf(),
             force,
         })

@@ -46,6 +46,16 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     Ok(())
 }
 
+/// The MD5 of a verified archive's original, saying whether it was only computed (the archive
+/// records none, so the block checksums are what proved the bytes).
+pub fn md5_text(r: &sc::DecodeReport) -> String {
+    match (r.md5, r.stored_md5) {
+        (Some(m), None) => format!("{} (computed; none recorded)", hex(&m)),
+        (Some(m), Some(_)) | (None, Some(m)) => hex(&m),
+        (None, None) => "not computed".into(),
+    }
+}
+
 /// Verifies every archive in `paths`; fails at the end if any did not verify.
 pub fn many(paths: &[PathBuf], quiet: bool) -> Result<()> {
     let files = collect(paths)?;
@@ -63,7 +73,7 @@ pub fn many(paths: &[PathBuf], quiet: bool) -> Result<()> {
                         "{}: OK, {} bytes, md5 {}\n",
                         f.display(),
                         r.original_len,
-                        hex(&r.stored_md5)
+                        md5_text(&r)
                     ))?;
                 }
             }

@@ -149,7 +149,13 @@ pub struct FileHeader {
     pub block_size: u32,
     /// The original file's first bytes (8-byte length and JSON), empty for generic input.
     pub prefix: Vec<u8>,
+    /// Whether the trailer records the MD5 of the original file.
+    pub md5: bool,
 }
+
+/// Header flag: the trailer's MD5 field is not recorded (all zero). Archives of format 1
+/// written before the flag existed have flags 0 and always record it.
+const FLAG_NO_MD5: u32 = 1;
 
 impl FileHeader {
     /// Serialised length.
@@ -165,7 +171,8 @@ impl FileHeader {
         b.push(self.mode as u8);
         b.push(self.kind as u8);
         b.extend_from_slice(&self.block_size.to_le_bytes());
-        b.extend_from_slice(&0u32.to_le_bytes());
+        let flags = if self.md5 { 0 } else { FLAG_NO_MD5 };
+        b.extend_from_slice(&flags.to_le_bytes());
         b.extend_from_slice(&(self.prefix.len() as u64).to_le_bytes());
         b.extend_from_slice(&self.prefix);
         let sum = xxhash_rust::xxh3::xxh3_64(&b);
@@ -205,7 +212,8 @@ impl FileHeader {
         };
         let block_size = u32_at(&fixed, 8);
         check_block_size(block_size).map_err(|e| corrupt(format!("file header: {e}")))?;
-        if u32_at(&fixed, 12) != 0 {
+        let flags = u32_at(&fixed, 12);
+        if flags & !FLAG_NO_MD5 != 0 {
             return Err(corrupt("file header has unknown flags set"));
         }
         let prefix_len = u64_at(&fixed, 16);
@@ -240,7 +248,20 @@ impl FileHeader {
             kind,
             block_size,
             prefix,
+            md5: flags & FLAG_NO_MD5 == 0,
         })
+    }
+
+    /// The MD5 of the original recorded in `footer`, if this archive records one. An archive
+    /// without one must leave the field zero: anything else is corruption.
+    pub fn recorded_md5(&self, footer: &Footer) -> Result<Option<[u8; 16]>> {
+        match (self.md5, footer.md5) {
+            (true, m) => Ok(Some(m)),
+            (false, m) if m == [0; 16] => Ok(None),
+            (false, _) => Err(corrupt(
+                "trailer holds an MD5 although the header says none was recorded",
+            )),
+        }
     }
 }
 
@@ -422,7 +443,7 @@ pub struct Footer {
     pub index: Vec<IndexEntry>,
     /// Length of the original file.
     pub original_len: u64,
-    /// MD5 of the original file.
+    /// MD5 of the original file; zero when the header says it is not recorded.
     pub md5: [u8; 16],
 }
 

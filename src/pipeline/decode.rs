@@ -3,19 +3,19 @@
 use super::block::{decode_block, Scratch};
 use super::digest::DigestWorker;
 use super::pool::Pool;
-use super::{batch_blocks, overlap};
+use super::{ordered, window};
 use crate::container::{
     checksum::hex, read_exact_or, read_up_to, BlockRecord, FileHeader, Footer, IndexEntry,
 };
 use crate::error::{Error, Result};
-use rayon::prelude::*;
 use std::io::{self, Read, Write};
+use std::sync::Arc;
 
 /// Settings for [`decode`].
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DecodeOptions {
-    /// Also compute the MD5 of the output and compare it with the one recorded at encode time.
-    /// Block checksums (XXH3-64) are always checked.
+    /// Also compute the MD5 of the output and compare it with the one recorded at encode time,
+    /// if there is one. Block checksums (XXH3-64) are always checked.
     pub check_md5: bool,
     /// Length of the archive when known; bounds every allocation by the real data.
     pub archive_len: Option<u64>,
@@ -32,8 +32,8 @@ pub struct DecodeReport {
     pub archive_len: u64,
     /// Blocks decoded.
     pub blocks: u64,
-    /// MD5 recorded at encode time.
-    pub stored_md5: [u8; 16],
+    /// MD5 recorded at encode time, if it was.
+    pub stored_md5: Option<[u8; 16]>,
     /// MD5 of the output, when it was computed.
     pub md5: Option<[u8; 16]>,
 }
@@ -52,8 +52,8 @@ impl<R: Read> Read for Counting<R> {
     }
 }
 
-/// Reads block records and payloads, a batch at a time, building the index as it goes.
-struct BatchReader {
+/// Reads block records and payloads, one block at a time, building the index as it goes.
+struct BlockReader {
     index: Vec<IndexEntry>,
     raw_pos: u64,
     /// Archive offset of the end tag, once reached.
@@ -62,19 +62,18 @@ struct BatchReader {
     archive_len: Option<u64>,
 }
 
-impl BatchReader {
+impl BlockReader {
     fn read<R: Read>(
         &mut self,
         r: &mut Counting<R>,
         buffers: &Pool<Vec<u8>>,
-    ) -> Result<Vec<Block>> {
-        let mut batch = Vec::new();
-        while self.end_offset.is_none() && batch.len() < batch_blocks() {
+    ) -> Result<Option<Block>> {
+        if self.end_offset.is_none() {
             let n = self.index.len() as u64;
             let offset = r.pos;
             let Some(rec) = BlockRecord::read(r, self.block_size, n)? else {
                 self.end_offset = Some(offset);
-                break;
+                return Ok(None);
             };
             let len = rec.payload_len();
             if self.archive_len.is_some_and(|a| r.pos + len > a) {
@@ -89,47 +88,26 @@ impl BatchReader {
                 stored_len: (rec.encoded_len() + payload.len()) as u32,
             });
             self.raw_pos += rec.raw_len as u64;
-            batch.push((n, rec, payload));
+            return Ok(Some((n, rec, payload)));
         }
-        Ok(batch)
+        Ok(None)
     }
 }
 
 /// Block number, record and payload of a block read but not yet decoded.
 pub(crate) type Block = (u64, BlockRecord, Vec<u8>);
 
-/// Decodes a batch in parallel.
-pub(crate) fn decode_batch(
-    batch: &[Block],
+/// Decodes one block into a pooled buffer, returning the payload's buffer to the pool.
+pub(crate) fn decode_one(
+    (n, rec, payload): Block,
     buffers: &Pool<Vec<u8>>,
     scratch: &Pool<Scratch>,
-) -> Result<Vec<Vec<u8>>> {
-    batch
-        .par_iter()
-        .map(|(n, rec, payload)| {
-            let mut out = buffers.buffer(rec.raw_len as usize);
-            decode_block(rec, payload, &mut out, &mut scratch.guard())
-                .map_err(|e| e.in_block(*n))?;
-            Ok(out)
-        })
-        .collect()
-}
-
-/// Writes decoded blocks in order and hands them to the MD5 thread or back to the pool.
-fn write_batch<W: Write>(
-    output: &mut W,
-    outs: Vec<Vec<u8>>,
-    digest: &Option<DigestWorker>,
-    buffers: &Pool<Vec<u8>>,
-) -> Result<()> {
-    for out in outs {
-        output.write_all(&out)?;
-        match digest {
-            Some(d) => d.push(out),
-            None => buffers.give(out),
-        }
-    }
-    Ok(())
+) -> Result<(BlockRecord, Vec<u8>)> {
+    let mut out = buffers.buffer(rec.raw_len as usize);
+    let decoded = decode_block(&rec, &payload, &mut out, &mut scratch.guard());
+    buffers.give(payload);
+    decoded.map_err(|e| e.in_block(n))?;
+    Ok((rec, out))
 }
 
 /// Decompresses the archive on `input` into `output`.
@@ -145,16 +123,16 @@ pub fn decode<R: Read + Send, W: Write + Send>(
     };
     let header = FileHeader::read(&mut r, opts.archive_len)?;
     output.write_all(&header.prefix)?;
-    let buffers: Pool<Vec<u8>> = Pool::new(batch_blocks() * 4);
-    let scratch: Pool<Scratch> = Pool::new(batch_blocks());
+    let buffers: Pool<Vec<u8>> = Pool::new(window() * 2 + 2);
+    let scratch: Pool<Scratch> = Pool::new(rayon::current_num_threads() + 1);
     let digest = match opts.check_md5 {
-        true => Some(DigestWorker::spawn(batch_blocks() * 2, buffers.clone())?),
+        true => Some(DigestWorker::spawn(window(), buffers.clone())?),
         false => None,
     };
     if let Some(d) = &digest {
-        d.push(header.prefix.clone());
+        d.push(Arc::new(header.prefix.clone()));
     }
-    let mut reader = BatchReader {
+    let mut reader = BlockReader {
         index: Vec::new(),
         raw_pos: header.prefix.len() as u64,
         end_offset: None,
@@ -162,18 +140,21 @@ pub fn decode<R: Read + Send, W: Write + Send>(
         archive_len: opts.archive_len,
     };
     let mut decoded_to = r.pos;
-    overlap(
-        || reader.read(&mut r, &buffers),
-        |batch| decode_batch(batch, &buffers, &scratch),
-        |batch, decoded| {
-            for (_, rec, payload) in batch {
-                decoded_to += (rec.encoded_len() + payload.len()) as u64;
-                buffers.give(payload);
+    ordered(
+        window(),
+        &mut || reader.read(&mut r, &buffers),
+        &|block| decode_one(block, &buffers, &scratch),
+        &mut |decoded| {
+            let (rec, out) = decoded?;
+            output.write_all(&out)?;
+            match &digest {
+                Some(d) => d.push(Arc::new(out)),
+                None => buffers.give(out),
             }
+            decoded_to += (rec.encoded_len() as u64) + rec.payload_len();
             progress(decoded_to);
-            decoded
+            Ok(())
         },
-        |outs| write_batch(&mut output, outs, &digest, &buffers),
     )?;
     let (index, raw_pos) = (reader.index, reader.raw_pos);
     let end_offset = reader.end_offset.unwrap_or_default();
@@ -196,11 +177,12 @@ pub fn decode<R: Read + Send, W: Write + Send>(
         ));
     }
     output.flush()?;
+    let stored_md5 = header.recorded_md5(&footer)?;
     let md5 = digest.map(DigestWorker::finish).transpose()?;
-    if let Some(m) = md5 {
-        if m != footer.md5 {
+    if let (Some(m), Some(stored)) = (md5, stored_md5) {
+        if m != stored {
             return Err(Error::Md5Mismatch {
-                expected: hex(&footer.md5),
+                expected: hex(&stored),
                 actual: hex(&m),
             });
         }
@@ -210,7 +192,7 @@ pub fn decode<R: Read + Send, W: Write + Send>(
         original_len: raw_pos,
         archive_len: r.pos,
         blocks: index.len() as u64,
-        stored_md5: footer.md5,
+        stored_md5,
         md5,
     })
 }

@@ -3,6 +3,7 @@
 use super::pool::Pool;
 use crate::container::checksum::FileDigest;
 use std::sync::mpsc::{sync_channel, SyncSender};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 /// Computes the file MD5 on its own thread, in order, while the pipeline codes the next batch.
@@ -11,21 +12,21 @@ use std::thread::JoinHandle;
 /// on the critical path. Hashed buffers go back to `pool`; the bounded queue bounds memory when
 /// the hash falls behind.
 pub struct DigestWorker {
-    tx: Option<SyncSender<Vec<u8>>>,
+    tx: Option<SyncSender<Arc<Vec<u8>>>>,
     handle: Option<JoinHandle<[u8; 16]>>,
 }
 
 impl DigestWorker {
     /// Starts the thread; at most `queue` buffers wait for it.
     pub fn spawn(queue: usize, pool: Pool<Vec<u8>>) -> std::io::Result<DigestWorker> {
-        let (tx, rx) = sync_channel::<Vec<u8>>(queue);
+        let (tx, rx) = sync_channel::<Arc<Vec<u8>>>(queue);
         let handle = std::thread::Builder::new()
             .name("sc-md5".into())
             .spawn(move || {
                 let mut d = FileDigest::new();
                 for buf in rx {
                     d.update(&buf);
-                    pool.give(buf);
+                    pool.give_shared(buf);
                 }
                 d.finish()
             })?;
@@ -35,8 +36,9 @@ impl DigestWorker {
         })
     }
 
-    /// Queues the next bytes of the file (blocks while the queue is full).
-    pub fn push(&self, buf: Vec<u8>) {
+    /// Queues the next bytes of the file (blocks while the queue is full). The buffer goes back
+    /// to the pool once both the hash and the pipeline are done with it.
+    pub fn push(&self, buf: Arc<Vec<u8>>) {
         if let Some(tx) = &self.tx {
             // A send only fails if the thread is gone; finish() reports that.
             let _ = tx.send(buf);

@@ -4,15 +4,15 @@ use super::block::{encode_block, Scratch};
 use super::digest::DigestWorker;
 use super::plan::Planner;
 use super::pool::Pool;
-use super::{batch_blocks, overlap};
+use super::{ordered, window};
 use crate::container::{
     check_block_size, read_up_to, FileHeader, Footer, IndexEntry, Kind, Mode, DEFAULT_BLOCK_SIZE,
 };
 use crate::error::{Error, Result};
 use crate::safetensors::{json_len, Header, MAX_HEADER_LEN};
 use crate::split::Transform;
-use rayon::prelude::*;
 use std::io::{Read, Write};
+use std::sync::Arc;
 
 /// Settings for [`encode`].
 #[derive(Clone, Copy, Debug)]
@@ -21,14 +21,26 @@ pub struct EncodeOptions {
     pub mode: Mode,
     /// Largest block in bytes: even, from 4 KiB to 64 MiB.
     pub block_size: u32,
+    /// Record the MD5 of the input. MD5 is sequential, about 0.5 GB/s on one core: FAST codes
+    /// faster than that on two cores, so it leaves the MD5 out unless asked. Blocks always
+    /// carry XXH3-64 checksums of their original bytes.
+    pub md5: bool,
+}
+
+impl EncodeOptions {
+    /// Default settings for `mode`: 1 MiB blocks, MD5 recorded by BEST only.
+    pub fn new(mode: Mode) -> Self {
+        EncodeOptions {
+            mode,
+            block_size: DEFAULT_BLOCK_SIZE,
+            md5: mode == Mode::Best,
+        }
+    }
 }
 
 impl Default for EncodeOptions {
     fn default() -> Self {
-        EncodeOptions {
-            mode: Mode::Fast,
-            block_size: DEFAULT_BLOCK_SIZE,
-        }
+        EncodeOptions::new(Mode::Fast)
     }
 }
 
@@ -45,8 +57,8 @@ pub struct EncodeReport {
     pub kind: Kind,
     /// Why a file that looked like safetensors took the generic path.
     pub generic_reason: Option<String>,
-    /// MD5 of the input.
-    pub md5: [u8; 16],
+    /// MD5 of the input, when it was recorded.
+    pub md5: Option<[u8; 16]>,
 }
 
 /// Reads the safetensors header if there is a valid one; returns it and the bytes consumed.
@@ -87,21 +99,23 @@ fn probe(
     }
 }
 
-/// Reads the input a batch of planned blocks at a time.
+/// Reads the input one planned block at a time.
 struct InputReader {
     planner: Planner,
     /// The input has ended (or the plan is complete).
     done: bool,
 }
 
+/// A block read from the input: how to split it, and its bytes (shared with the MD5 thread).
+type RawBlock = (Transform, Arc<Vec<u8>>);
+
 impl InputReader {
     fn read(
         &mut self,
         source: &mut impl Read,
         buffers: &Pool<Vec<u8>>,
-    ) -> Result<Vec<(Transform, Vec<u8>)>> {
-        let mut batch = Vec::with_capacity(batch_blocks());
-        while !self.done && batch.len() < batch_blocks() {
+    ) -> Result<Option<(Transform, Vec<u8>)>> {
+        while !self.done {
             let Some(spec) = self.planner.next() else {
                 self.done = true;
                 break;
@@ -118,28 +132,11 @@ impl InputReader {
                 self.done = true;
             }
             if got > 0 {
-                batch.push((transform, buf));
+                return Ok(Some((transform, buf)));
             }
         }
-        Ok(batch)
+        Ok(None)
     }
-}
-
-/// Codes a batch of blocks in parallel.
-fn encode_batch(
-    batch: &[(Transform, Vec<u8>)],
-    mode: Mode,
-    buffers: &Pool<Vec<u8>>,
-    scratch: &Pool<Scratch>,
-) -> Vec<Vec<u8>> {
-    batch
-        .par_iter()
-        .map(|(t, raw)| {
-            let mut out = buffers.take();
-            encode_block(raw, *t, mode, &mut scratch.guard(), &mut out);
-            out
-        })
-        .collect()
 }
 
 /// Appends coded blocks to the archive in order, keeping the index.
@@ -150,28 +147,25 @@ struct ArchiveWriter {
 }
 
 impl ArchiveWriter {
-    /// Writes `(original, coded)` blocks; originals go on to the MD5 thread, coded buffers
-    /// back to the pool.
+    /// Writes the coded form of block `raw`; both buffers go back to the pool once free.
     fn write<W: Write>(
         &mut self,
         output: &mut W,
-        blocks: Vec<(Vec<u8>, Vec<u8>)>,
-        digest: &DigestWorker,
+        raw: Arc<Vec<u8>>,
+        block: Vec<u8>,
         buffers: &Pool<Vec<u8>>,
     ) -> Result<()> {
-        for (raw, block) in blocks {
-            output.write_all(&block)?;
-            self.index.push(IndexEntry {
-                offset: self.archive_len,
-                raw_offset: self.raw_pos,
-                raw_len: raw.len() as u32,
-                stored_len: block.len() as u32,
-            });
-            self.archive_len += block.len() as u64;
-            self.raw_pos += raw.len() as u64;
-            digest.push(raw);
-            buffers.give(block);
-        }
+        output.write_all(&block)?;
+        self.index.push(IndexEntry {
+            offset: self.archive_len,
+            raw_offset: self.raw_pos,
+            raw_len: raw.len() as u32,
+            stored_len: block.len() as u32,
+        });
+        self.archive_len += block.len() as u64;
+        self.raw_pos += raw.len() as u64;
+        buffers.give(block);
+        buffers.give_shared(raw);
         Ok(())
     }
 }
@@ -198,12 +192,18 @@ pub fn encode<R: Read + Send, W: Write + Send>(
         kind,
         block_size: opts.block_size,
         prefix,
+        md5: opts.md5,
     };
     file_header.write(&mut output)?;
-    let buffers: Pool<Vec<u8>> = Pool::new(batch_blocks() * 4);
-    let scratch: Pool<Scratch> = Pool::new(batch_blocks());
-    let digest = DigestWorker::spawn(batch_blocks() * 2, buffers.clone())?;
-    digest.push(file_header.prefix.clone());
+    let buffers: Pool<Vec<u8>> = Pool::new(window() * 2 + 2);
+    let scratch: Pool<Scratch> = Pool::new(rayon::current_num_threads() + 1);
+    let digest = match opts.md5 {
+        true => Some(DigestWorker::spawn(window(), buffers.clone())?),
+        false => None,
+    };
+    if let Some(d) = &digest {
+        d.push(Arc::new(file_header.prefix.clone()));
+    }
     let mut source = std::io::Cursor::new(pending).chain(input);
     let mut reader = InputReader {
         planner: Planner::new(
@@ -218,16 +218,30 @@ pub fn encode<R: Read + Send, W: Write + Send>(
         raw_pos: file_header.prefix.len() as u64,
         index: Vec::new(),
     };
-    let mut coded_to = writer.raw_pos;
-    overlap(
-        || reader.read(&mut source, &buffers),
-        |batch| Ok(encode_batch(batch, opts.mode, &buffers, &scratch)),
-        |batch, coded| {
-            coded_to += batch.iter().map(|(_, raw)| raw.len() as u64).sum::<u64>();
-            progress(coded_to);
-            batch.into_iter().map(|(_, raw)| raw).zip(coded).collect()
+    let mode = opts.mode;
+    ordered(
+        window(),
+        &mut || {
+            // The MD5 thread hashes each block as soon as it is read, off the coding path.
+            let block = reader.read(&mut source, &buffers)?;
+            Ok(block.map(|(t, raw)| {
+                let raw = Arc::new(raw);
+                if let Some(d) = &digest {
+                    d.push(raw.clone());
+                }
+                (t, raw)
+            }))
         },
-        |blocks| writer.write(&mut output, blocks, &digest, &buffers),
+        &|(t, raw): RawBlock| {
+            let mut out = buffers.take();
+            encode_block(&raw, t, mode, &mut scratch.guard(), &mut out);
+            (raw, out)
+        },
+        &mut |(raw, block)| {
+            writer.write(&mut output, raw, block, &buffers)?;
+            progress(writer.raw_pos);
+            Ok(())
+        },
     )?;
     let ArchiveWriter {
         archive_len,
@@ -237,7 +251,10 @@ pub fn encode<R: Read + Send, W: Write + Send>(
     let footer = Footer {
         end_offset: archive_len,
         original_len: raw_pos,
-        md5: digest.finish()?,
+        md5: digest
+            .map(DigestWorker::finish)
+            .transpose()?
+            .unwrap_or_default(),
         index,
     };
     footer.write(&mut output)?;
@@ -249,6 +266,6 @@ pub fn encode<R: Read + Send, W: Write + Send>(
         blocks,
         kind,
         generic_reason,
-        md5: footer.md5,
+        md5: opts.md5.then_some(footer.md5),
     })
 }

@@ -1,5 +1,6 @@
-//! The streaming pipeline: read a bounded batch of blocks, code them in parallel on the current
-//! rayon pool, write them in order. Memory is bounded by the batch, never by the file.
+//! The streaming pipeline: read blocks in order, code them in parallel on the current rayon
+//! pool, write them in order. Memory is bounded by the window of blocks in flight, never by the
+//! file.
 
 pub mod block;
 pub mod decode;
@@ -8,31 +9,96 @@ pub mod encode;
 pub mod plan;
 pub mod pool;
 
-/// Blocks per batch: enough to keep every worker busy while bounding memory.
-pub(crate) fn batch_blocks() -> usize {
-    (rayon::current_num_threads() * 2).max(4)
+use std::collections::VecDeque;
+use std::sync::mpsc::{channel, Receiver};
+use std::time::Duration;
+
+/// Blocks in flight: enough that every worker always has a block to code while the calling
+/// thread reads and writes, few enough to bound memory to a few blocks per worker.
+pub(crate) fn window() -> usize {
+    rayon::current_num_threads() * 2 + 2
 }
 
-/// Drives a batched pipeline with its three stages overlapped: batch i is coded on the pool
-/// (`code`) while the result of batch i-1 is written (`write`) and batch i+1 is read (`read`,
-/// which returns an empty batch at the end). `settle` turns a coded batch into what `write`
-/// takes, on the calling thread (recycling buffers, reporting progress).
-pub(crate) fn overlap<B: Send + Sync, C: Send, P: Send>(
-    mut read: impl FnMut() -> crate::Result<Vec<B>> + Send,
-    code: impl Fn(&[B]) -> crate::Result<C> + Sync,
-    mut settle: impl FnMut(Vec<B>, C) -> P,
-    mut write: impl FnMut(P) -> crate::Result<()> + Send,
+/// A coded unit, or the panic of the worker that coded it (re-raised on the calling thread).
+type Outcome<C> = std::thread::Result<C>;
+
+/// Runs an ordered pipeline. `read` yields units on the calling thread until it returns `None`;
+/// each goes to `code` on the rayon pool as soon as it is read, with at most `window` units
+/// read but not yet written; `write` gets the coded units in reading order, on the calling
+/// thread, as soon as each one and all before it are done.
+///
+/// There is no batch barrier: a slow block holds back only the writing, never the workers.
+/// Safe to call from inside the pool (folders code several files at once): while it waits,
+/// the calling thread runs queued work instead of blocking a worker. After an error nothing
+/// more is read or written, and the units in flight are waited for.
+pub(crate) fn ordered<B: Send, C: Send>(
+    window: usize,
+    read: &mut dyn FnMut() -> crate::Result<Option<B>>,
+    code: &(dyn Fn(B) -> C + Sync),
+    write: &mut dyn FnMut(C) -> crate::Result<()>,
 ) -> crate::Result<()> {
-    let mut batch = read()?;
-    let mut pending: Option<P> = None;
-    while !batch.is_empty() {
-        let (coded, (written, next)) = rayon::join(
-            || code(&batch),
-            || (pending.take().map_or(Ok(()), &mut write), read()),
-        );
-        written?;
-        pending = Some(settle(batch, coded?));
-        batch = next?;
+    let (tx, rx) = channel::<(usize, Outcome<C>)>();
+    rayon::in_place_scope(|s| {
+        // `done[i]` is unit `written + i`, once coded.
+        let mut done: VecDeque<Option<C>> = VecDeque::new();
+        let (mut sent, mut written) = (0usize, 0usize);
+        let mut read_all = false;
+        let mut result = Ok(());
+        loop {
+            while result.is_ok() && !read_all && done.len() < window.max(1) {
+                match read() {
+                    Ok(Some(unit)) => {
+                        let (tx, seq) = (tx.clone(), sent);
+                        sent += 1;
+                        done.push_back(None);
+                        s.spawn(move |_| {
+                            let coded =
+                                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                    code(unit)
+                                }));
+                            // The receiver outlives the scope, so the send cannot fail.
+                            let _ = tx.send((seq, coded));
+                        });
+                    }
+                    Ok(None) => read_all = true,
+                    Err(e) => result = Err(e),
+                }
+            }
+            if done.is_empty() {
+                return result;
+            }
+            while done.front().is_some_and(Option::is_none) {
+                let (seq, coded) = receive(&rx);
+                match coded {
+                    Ok(c) => done[seq - written] = Some(c),
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+            }
+            while let Some(Some(_)) = done.front() {
+                if let Some(Some(c)) = done.pop_front() {
+                    written += 1;
+                    if result.is_ok() {
+                        result = write(c);
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// Waits for the next coded unit, running pool work meanwhile when there is any.
+fn receive<T>(rx: &Receiver<T>) -> T {
+    loop {
+        if let Ok(x) = rx.try_recv() {
+            return x;
+        }
+        if let Some(rayon::Yield::Executed) = rayon::yield_now() {
+            continue;
+        }
+        // Nothing queued: the units in flight are running on other threads. A short timeout
+        // lets this thread help again if their own nested work gets queued.
+        if let Ok(x) = rx.recv_timeout(Duration::from_micros(500)) {
+            return x;
+        }
     }
-    pending.map_or(Ok(()), write)
 }

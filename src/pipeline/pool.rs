@@ -50,12 +50,25 @@ impl<T: Default> Pool<T> {
 }
 
 impl Pool<Vec<u8>> {
-    /// A zeroed buffer of `len` bytes, reusing an idle one when there is one.
+    /// A buffer of `len` bytes, reusing an idle one when there is one. Its contents are
+    /// unspecified (zeros or an earlier block's bytes): every user overwrites all of it, and
+    /// zeroing megabytes per block would cost as much as copying them.
     pub fn buffer(&self, len: usize) -> Vec<u8> {
-        let mut v = self.take();
-        v.clear();
-        v.resize(len, 0);
-        v
+        match self.free.lock().ok().and_then(|mut f| f.pop()) {
+            Some(mut v) => {
+                v.resize(len, 0);
+                v
+            }
+            // Zeroed by the allocator (fresh pages from the kernel), not by a memset.
+            None => vec![0; len],
+        }
+    }
+
+    /// Returns a buffer shared with another thread: whichever owner lets go last recycles it.
+    pub fn give_shared(&self, v: Arc<Vec<u8>>) {
+        if let Some(v) = Arc::into_inner(v) {
+            self.give(v);
+        }
     }
 }
 
