@@ -2,9 +2,10 @@
 //!
 //! A safetensors file's tensor data is cut into blocks; each block is split into byte planes
 //! (for 16-bit floats: the predictable exponent and the near-random sign/mantissa bits) and each
-//! plane is entropy-coded with sc's own coders: canonical Huffman in FAST mode, a range coder with
-//! adaptive, exponent-conditioned models in BEST mode. The `.sc` container keeps the original header verbatim, checksums every block and
-//! records the MD5 of the whole file. Any other file round-trips through the same pipeline.
+//! plane is entropy-coded with sc's own coders: canonical Huffman in FAST mode, a range coder
+//! with adaptive, exponent-conditioned models in BEST mode. The `.sc` container keeps the
+//! original header verbatim, checksums every block and records the MD5 of the whole file (BEST,
+//! or [`EncodeOptions::md5`]). Any other file round-trips through the same pipeline.
 //!
 //! ```no_run
 //! use sc::{decode, encode, DecodeOptions, EncodeOptions};

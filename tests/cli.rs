@@ -668,3 +668,58 @@ fn io_errors_are_not_repeated() {
         r.stderr
     );
 }
+
+#[test]
+fn md5_is_recorded_by_best_and_on_request() {
+    let (dir, _) = workdir();
+    let d = dir.path();
+    let md5 = md5_hex(&sample());
+    // (encode flags, whether the archive records the MD5)
+    let cases: [(&[&str], bool); 5] = [
+        (&[], false),
+        (&["--md5"], true),
+        (&["-m", "best"], true),
+        (&["-m", "best", "--no-md5"], false),
+        (&["--rm"], true),
+    ];
+    for (k, (flags, recorded)) in cases.iter().enumerate() {
+        let input = format!("m{k}.safetensors");
+        std::fs::write(d.join(&input), sample()).unwrap();
+        let mut args = vec!["encode", "-q"];
+        args.extend_from_slice(flags);
+        args.push(&input);
+        sc(d, &args).ok();
+        let archive = format!("{input}.sc");
+        let info = sc(d, &["info", &archive]);
+        info.ok();
+        let want = match recorded {
+            true => format!("md5 {md5}"),
+            false => "md5 not recorded".to_string(),
+        };
+        assert!(
+            info.stdout_text().contains(&want),
+            "{flags:?}: {}",
+            info.stdout_text()
+        );
+        // verify prints the restored file's MD5 either way, and says when it was only computed.
+        let v = sc(d, &["verify", &archive]);
+        v.ok();
+        let line = v.stdout_text();
+        assert!(line.contains(&format!("md5 {md5}")), "{flags:?}: {line}");
+        assert_eq!(
+            line.contains("none recorded"),
+            !recorded,
+            "{flags:?}: {line}"
+        );
+        // Comparing with the original works with or without a recorded MD5, and catches a
+        // different original.
+        std::fs::write(d.join("orig"), sample()).unwrap();
+        sc(d, &["verify", &archive, "orig"]).ok();
+        let mut other = sample();
+        other[100] ^= 1;
+        std::fs::write(d.join("orig"), other).unwrap();
+        sc(d, &["verify", &archive, "orig"])
+            .fails()
+            .stderr_has("does not match");
+    }
+}

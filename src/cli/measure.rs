@@ -291,6 +291,9 @@ pub fn alternate(
 }
 
 fn run_once(original: &Path, trial: &Trial, tally: &mut Tally) -> Result<()> {
+    // Every tool writes a new file: replacing one costs ext4 an early writeback, and tools
+    // differ in how they replace (rename over it, or truncate it).
+    let _ = std::fs::remove_file(&trial.archive);
     let enc = run(&trial.encode)?;
     let dec = run(&trial.decode)?;
     if !same_contents(original, &trial.restored)? {
