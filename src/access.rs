@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::pipeline::block::Scratch;
 use crate::pipeline::decode::{decode_one, Block, Counting};
 use crate::pipeline::pool::Pool;
-use crate::pipeline::{ordered, window};
+use crate::pipeline::{ordered, pools, window};
 use crate::safetensors::{Header, TensorInfo};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::ops::Range;
@@ -95,6 +95,7 @@ impl<R: Read + Seek + Send> Archive<R> {
             }
             Kind::Generic => Vec::new(),
         };
+        let (buffers, scratch) = pools();
         Ok(Archive {
             stats: AccessStats::default(),
             input,
@@ -103,8 +104,8 @@ impl<R: Read + Seek + Send> Archive<R> {
             archive_len,
             tensors,
             cache: None,
-            buffers: Pool::new(window() * 2 + 2),
-            scratch: Pool::new(rayon::current_num_threads() + 1),
+            buffers,
+            scratch,
         })
     }
 

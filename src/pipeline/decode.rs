@@ -3,7 +3,7 @@
 use super::block::{decode_block, Scratch};
 use super::digest::DigestWorker;
 use super::pool::Pool;
-use super::{ordered, window};
+use super::{ordered, pools, window};
 use crate::container::{
     checksum::hex, read_exact_or, read_up_to, BlockRecord, FileHeader, Footer, IndexEntry,
 };
@@ -123,15 +123,8 @@ pub fn decode<R: Read + Send, W: Write + Send>(
     };
     let header = FileHeader::read(&mut r, opts.archive_len)?;
     output.write_all(&header.prefix)?;
-    let buffers: Pool<Vec<u8>> = Pool::new(window() * 2 + 2);
-    let scratch: Pool<Scratch> = Pool::new(rayon::current_num_threads() + 1);
-    let digest = match opts.check_md5 {
-        true => Some(DigestWorker::spawn(window(), buffers.clone())?),
-        false => None,
-    };
-    if let Some(d) = &digest {
-        d.push(Arc::new(header.prefix.clone()));
-    }
+    let (buffers, scratch) = pools();
+    let digest = DigestWorker::start(opts.check_md5, &header.prefix, &buffers)?;
     let mut reader = BlockReader {
         index: Vec::new(),
         raw_pos: header.prefix.len() as u64,

@@ -36,6 +36,20 @@ impl DigestWorker {
         })
     }
 
+    /// Starts the thread when `enabled`, with the file's first bytes `prefix` queued.
+    pub fn start(
+        enabled: bool,
+        prefix: &[u8],
+        pool: &Pool<Vec<u8>>,
+    ) -> std::io::Result<Option<DigestWorker>> {
+        if !enabled {
+            return Ok(None);
+        }
+        let d = DigestWorker::spawn(super::window(), pool.clone())?;
+        d.push(Arc::new(prefix.to_vec()));
+        Ok(Some(d))
+    }
+
     /// Queues the next bytes of the file (blocks while the queue is full). The buffer goes back
     /// to the pool once both the hash and the pipeline are done with it.
     pub fn push(&self, buf: Arc<Vec<u8>>) {

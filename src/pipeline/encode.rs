@@ -1,10 +1,10 @@
 //! Encoding: probe the input, keep its header, plan blocks, code batches in parallel.
 
-use super::block::{encode_block, Scratch};
+use super::block::encode_block;
 use super::digest::DigestWorker;
 use super::plan::Planner;
 use super::pool::Pool;
-use super::{ordered, window};
+use super::{ordered, pools, window};
 use crate::container::{
     check_block_size, read_up_to, FileHeader, Footer, IndexEntry, Kind, Mode, DEFAULT_BLOCK_SIZE,
 };
@@ -195,15 +195,8 @@ pub fn encode<R: Read + Send, W: Write + Send>(
         md5: opts.md5,
     };
     file_header.write(&mut output)?;
-    let buffers: Pool<Vec<u8>> = Pool::new(window() * 2 + 2);
-    let scratch: Pool<Scratch> = Pool::new(rayon::current_num_threads() + 1);
-    let digest = match opts.md5 {
-        true => Some(DigestWorker::spawn(window(), buffers.clone())?),
-        false => None,
-    };
-    if let Some(d) = &digest {
-        d.push(Arc::new(file_header.prefix.clone()));
-    }
+    let (buffers, scratch) = pools();
+    let digest = DigestWorker::start(opts.md5, &file_header.prefix, &buffers)?;
     let mut source = std::io::Cursor::new(pending).chain(input);
     let mut reader = InputReader {
         planner: Planner::new(

@@ -19,6 +19,15 @@ pub(crate) fn window() -> usize {
     rayon::current_num_threads() * 2 + 2
 }
 
+/// The buffer and scratch pools of one pipeline run: room for every block in flight, its coded
+/// form, and one scratch per worker.
+pub(crate) fn pools() -> (pool::Pool<Vec<u8>>, pool::Pool<block::Scratch>) {
+    (
+        pool::Pool::new(window() * 2 + 2),
+        pool::Pool::new(rayon::current_num_threads() + 1),
+    )
+}
+
 /// A coded unit, or the panic of the worker that coded it (re-raised on the calling thread).
 type Outcome<C> = std::thread::Result<C>;
 
