@@ -223,10 +223,15 @@ fn plane_view<'a>(
     if entry.codec == Codec::Stored {
         return Ok(payload);
     }
-    scratch.clear();
-    scratch.resize(len, 0);
-    decode_plane(entry, payload, scratch)?;
+    decode_plane(entry, payload, sized(scratch, len))?;
     Ok(scratch)
+}
+
+/// `v` resized to `len` bytes for a decoder to fill. Reused bytes are not zeroed first: every
+/// plane decoder assigns its whole output (a short or wrong one fails the block checksum).
+fn sized(v: &mut Vec<u8>, len: usize) -> &mut [u8] {
+    v.resize(len, 0);
+    v
 }
 
 /// Decodes planes 0 and 1 of a multi-plane block into `s0`/`s1` (or borrows stored ones).
@@ -244,13 +249,10 @@ fn decode_head<'a>(
         );
         return Ok([a?, b?]);
     }
-    s1.clear();
-    s1.resize(plane_len, 0);
+    sized(s1, plane_len);
     if e[0].codec == Codec::Adaptive {
         // Both planes in one pass: the two models interleave better than two passes.
-        s0.clear();
-        s0.resize(plane_len, 0);
-        adaptive::decode_pair(parts[0], parts[1], s0, s1)?;
+        adaptive::decode_pair(parts[0], parts[1], sized(s0, plane_len), s1)?;
         return Ok([s0, s1]);
     }
     // The mantissa plane's model needs the exponents first.
