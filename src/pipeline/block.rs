@@ -247,7 +247,7 @@ fn decode_head<'a>(
     s1.clear();
     s1.resize(plane_len, 0);
     if e[0].codec == Codec::Adaptive {
-        // Both planes in one pass: the two models interleave better than two passes.
+        // Both planes in one call: decode_pair alternates between them chunk by chunk.
         s0.clear();
         s0.resize(plane_len, 0);
         adaptive::decode_pair(parts[0], parts[1], s0, s1)?;
