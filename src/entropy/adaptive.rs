@@ -18,7 +18,7 @@
 //!   bits 4..0 are close to uniform and are stored as a raw 6-bit-per-value bit stream, costing
 //!   no range-coder work. Payload = two streams, then the raw bits.
 
-use super::range::{Decoder, Encoder, BIT_HALF, PROB_SCALE};
+use super::range::{past_table, Decoder, Encoder, BIT_HALF, PROB_SCALE};
 use crate::error::CodecError;
 
 /// Count added per coded symbol.
@@ -33,9 +33,9 @@ struct AdaptiveModel {
     used: Vec<u8>,
     counts: [u32; 256],
     total: u32,
-    freq: [u32; 256],
-    cum: [u32; 256],
-    slots: Box<[u8; PROB_SCALE as usize]>,
+    /// `cum | freq << 16` of each symbol: one load gives both (cum < 2^15, freq <= 2^15).
+    cf: [u32; 256],
+    slots: [u8; PROB_SCALE as usize],
     /// Symbols until the next event (halving or rebuild); counts are bumped in between.
     left: u32,
     /// The value `left` had when last set: symbols coded since the last event, once it is 0.
@@ -45,24 +45,24 @@ struct AdaptiveModel {
 }
 
 impl AdaptiveModel {
-    /// A model over `used` (at least two symbols, ascending), starting uniform.
-    fn new(used: Vec<u8>) -> Self {
+    /// A model over `used` (at least two symbols, ascending), starting uniform. Boxed: the
+    /// tables are 34 KiB, and one pointer reaches all of them in the coding loops.
+    fn new(used: Vec<u8>) -> Box<Self> {
         let mut counts = [0u32; 256];
         for &s in &used {
             counts[s as usize] = INC;
         }
-        let mut m = AdaptiveModel {
+        let mut m = Box::new(AdaptiveModel {
             total: INC * used.len() as u32,
             used,
             counts,
-            freq: [0; 256],
-            cum: [0; 256],
-            slots: Box::new([0; PROB_SCALE as usize]),
+            cf: [0; 256],
+            slots: [0; PROB_SCALE as usize],
             left: 0,
             planned: 0,
             until_rebuild: 16,
             interval: 16,
-        };
+        });
         m.rebuild();
         m.plan();
         m
@@ -101,34 +101,35 @@ impl AdaptiveModel {
     /// slot table. Integer arithmetic only, so both sides agree exactly.
     fn rebuild(&mut self) {
         let scale = ((PROB_SCALE as u64) << 32) / self.total as u64;
+        let mut freq = [0u32; 256];
         let mut sum = 0u32;
         let mut largest = self.used[0];
         for &s in &self.used {
             let f = ((self.counts[s as usize] as u64 * scale) >> 32).max(1) as u32;
-            self.freq[s as usize] = f;
+            freq[s as usize] = f;
             sum += f;
-            if f > self.freq[largest as usize] {
+            if f > freq[largest as usize] {
                 largest = s;
             }
         }
         // Rounding leaves at most one unit per symbol to settle, and the largest frequency
         // is always big enough to absorb it (it is at least (SCALE - n) / n for n symbols).
         let fix = PROB_SCALE as i64 - sum as i64;
-        let big = self.freq[largest as usize] as i64 + fix;
+        let big = freq[largest as usize] as i64 + fix;
         if big >= 1 {
-            self.freq[largest as usize] = big as u32;
+            freq[largest as usize] = big as u32;
         } else {
             // Unreachable by the bound above; a uniform table keeps every symbol codable.
             let n = self.used.len() as u32;
             for &s in &self.used {
-                self.freq[s as usize] = PROB_SCALE / n;
+                freq[s as usize] = PROB_SCALE / n;
             }
-            self.freq[self.used[0] as usize] += PROB_SCALE % n;
+            freq[self.used[0] as usize] += PROB_SCALE % n;
         }
         let mut c = 0u32;
         for &s in &self.used {
-            let f = self.freq[s as usize];
-            self.cum[s as usize] = c;
+            let f = freq[s as usize];
+            self.cf[s as usize] = c | f << 16;
             self.slots[c as usize..(c + f) as usize].fill(s);
             c += f;
         }
@@ -150,21 +151,61 @@ impl AdaptiveModel {
 impl AdaptiveModel {
     #[inline(always)]
     fn encode(&mut self, enc: &mut Encoder, s: u8) {
-        enc.encode(self.cum[s as usize], self.freq[s as usize]);
+        let cf = self.cf[s as usize];
+        enc.encode(cf & 0xFFFF, cf >> 16);
         self.update(s);
     }
 
-    #[inline(always)]
-    fn decode(&mut self, dec: &mut Decoder) -> u8 {
-        let (r, slot) = dec.slot();
-        let s = self.slots[slot as usize & (PROB_SCALE as usize - 1)];
-        dec.consume(r, self.cum[s as usize], self.freq[s as usize]);
-        self.update(s);
-        s
+    /// Decodes `out`, element `first + j` into `out[j]`, even elements from stream 0 and odd
+    /// ones from stream 1. The symbols are taken in runs up to the next event, so the inner
+    /// loop keeps no countdown.
+    fn decode_into(&mut self, st: &mut Streams, first: usize, out: &mut [u8]) {
+        let data = st.data;
+        let [mut d0, mut d1] = st.decs;
+        let mut done = 0;
+        while done < out.len() {
+            let run = (self.left as usize).min(out.len() - done);
+            let chunk = &mut out[done..done + run];
+            let odd = (first + done) % 2 == 1;
+            let (slots, cf, counts) = (&self.slots, &self.cf, &mut self.counts);
+            let mut sym = |d: &mut Decoder| {
+                let (r, slot) = d.slot();
+                let s = match slots.get(slot as usize) {
+                    Some(&s) => s,
+                    None => past_table(slots),
+                };
+                let e = cf[s as usize];
+                d.consume(data, r, e & 0xFFFF, e >> 16);
+                counts[s as usize] += INC;
+                s
+            };
+            let pairs = match chunk.split_first_mut() {
+                Some((o, rest)) if odd => {
+                    *o = sym(&mut d1);
+                    rest
+                }
+                _ => chunk,
+            };
+            let mut pairs = pairs.chunks_exact_mut(2);
+            for pair in &mut pairs {
+                pair[0] = sym(&mut d0);
+                pair[1] = sym(&mut d1);
+            }
+            if let Some(o) = pairs.into_remainder().first_mut() {
+                *o = sym(&mut d0);
+            }
+            // `left` >= 1 after every event, so a run is never empty and the loop ends.
+            self.left -= run as u32;
+            if self.left == 0 {
+                self.event();
+            }
+            done += run;
+        }
+        st.decs = [d0, d1];
     }
 
     /// Reads the used-symbol bitmap of a payload and starts the model.
-    fn read(payload: &[u8]) -> Result<(AdaptiveModel, &[u8]), CodecError> {
+    fn read(payload: &[u8]) -> Result<(Box<AdaptiveModel>, &[u8]), CodecError> {
         let bitmap = payload
             .get(..32)
             .ok_or(CodecError("adaptive model bitmap truncated"))?;
@@ -178,32 +219,33 @@ impl AdaptiveModel {
     }
 }
 
-/// Runs `code(encoder of element i's stream, i)` over `n` elements alternating between two
-/// range-coded streams, and appends them to `out` as "two streams".
-fn encode_two(out: &mut Vec<u8>, n: usize, mut code: impl FnMut(&mut Encoder, usize)) {
+/// Appends two encoders' streams to `out` as "two streams".
+fn finish_two(out: &mut Vec<u8>, e0: Encoder, e1: Encoder) {
     let len_at = out.len();
     out.extend_from_slice(&[0u8; 4]);
-    let mut second = Vec::with_capacity(n / 2 + 16);
-    {
-        let mut e0 = Encoder::new(out);
-        let mut e1 = Encoder::new(&mut second);
-        for i in 0..n {
-            if i % 2 == 0 {
-                code(&mut e0, i);
-            } else {
-                code(&mut e1, i);
-            }
-        }
-        e0.finish();
-        e1.finish();
-    }
+    e0.finish(out);
     let first_len = (out.len() - len_at - 4) as u32;
     out[len_at..len_at + 4].copy_from_slice(&first_len.to_le_bytes());
-    out.extend_from_slice(&second);
+    e1.finish(out);
+}
+
+/// The decoders of "two streams", over one shared slice.
+struct Streams<'a> {
+    data: &'a [u8],
+    decs: [Decoder; 2],
+    /// Where each stream ends in `data`.
+    ends: [usize; 2],
+}
+
+impl Streams<'_> {
+    fn finish(self) -> Result<(), CodecError> {
+        self.decs[0].finish(self.ends[0])?;
+        self.decs[1].finish(self.ends[1])
+    }
 }
 
 /// Splits "two streams" off the front of `payload` when `tail` bytes must follow them.
-fn two_streams(payload: &[u8], tail: usize) -> Result<[Decoder<'_>; 2], CodecError> {
+fn two_streams(payload: &[u8], tail: usize) -> Result<Streams<'_>, CodecError> {
     let head = payload
         .get(..4)
         .ok_or(CodecError("range coded streams truncated"))?;
@@ -212,14 +254,12 @@ fn two_streams(payload: &[u8], tail: usize) -> Result<[Decoder<'_>; 2], CodecErr
     if first > rest.len() || rest.len() - first < tail {
         return Err(CodecError("range coded stream lengths are inconsistent"));
     }
-    let (a, b) = rest.split_at(first);
-    Ok([Decoder::new(a), Decoder::new(&b[..b.len() - tail])])
-}
-
-fn finish_two(decoders: [Decoder; 2]) -> Result<(), CodecError> {
-    let [a, b] = decoders;
-    a.finish()?;
-    b.finish()
+    let data = &rest[..rest.len() - tail];
+    Ok(Streams {
+        data,
+        decs: [Decoder::new(data, 0), Decoder::new(data, first)],
+        ends: [first, data.len()],
+    })
 }
 
 /// Adaptive order-0 coding of `data`, appended to `out`. Returns `false` (appending nothing)
@@ -239,23 +279,27 @@ pub fn encode(data: &[u8], out: &mut Vec<u8>) -> bool {
     }
     out.extend_from_slice(&bitmap);
     let mut model = AdaptiveModel::new(used);
-    encode_two(out, data.len(), |enc, i| model.encode(enc, data[i]));
+    // Even elements go to stream 0, odd ones to stream 1.
+    let mut e0 = Encoder::with_capacity(data.len() / 4 + 16);
+    let mut e1 = Encoder::with_capacity(data.len() / 4 + 16);
+    let mut pairs = data.chunks_exact(2);
+    for p in &mut pairs {
+        model.encode(&mut e0, p[0]);
+        model.encode(&mut e1, p[1]);
+    }
+    if let [x] = pairs.remainder() {
+        model.encode(&mut e0, *x);
+    }
+    finish_two(out, e0, e1);
     true
 }
 
 /// Decodes a payload made by [`encode`] into `out`.
 pub fn decode(payload: &[u8], out: &mut [u8]) -> Result<(), CodecError> {
     let (mut model, coded) = AdaptiveModel::read(payload)?;
-    let mut decs = two_streams(coded, 0)?;
-    let mut pairs = out.chunks_exact_mut(2);
-    for pair in &mut pairs {
-        pair[0] = model.decode(&mut decs[0]);
-        pair[1] = model.decode(&mut decs[1]);
-    }
-    for o in pairs.into_remainder() {
-        *o = model.decode(&mut decs[0]);
-    }
-    finish_two(decs)
+    let mut st = two_streams(coded, 0)?;
+    model.decode_into(&mut st, 0, out);
+    st.finish()
 }
 
 /// Adaptive binary models of the two top mantissa bits, one tree per exponent byte.
@@ -280,11 +324,29 @@ impl MantissaModel {
 
     /// The two modelled bits, in place (bits 6 and 5).
     #[inline(always)]
-    fn decode(&mut self, dec: &mut Decoder, ctx: u8) -> u8 {
+    fn decode(&mut self, data: &[u8], dec: &mut Decoder, ctx: u8) -> u8 {
         let p = &mut self.probs[ctx as usize];
-        let b6 = dec.decode_bit(&mut p[1]);
-        let b5 = dec.decode_bit(&mut p[(2 + b6 as usize) & 3]);
-        (b6 << 6 | b5 << 5) as u8
+        let b6 = dec.decode_bit(data, &mut p[1]);
+        let b5 = dec.decode_bit(data, &mut p[(2 + b6 as usize) & 3]);
+        ((b6 * 2 + b5) << 5) as u8
+    }
+
+    /// Ors the modelled bits of elements `0..out.len()` (even ones from stream 0, odd ones
+    /// from stream 1) into `out`, given their exponents `ctx` (as long as `out`).
+    fn decode_into(&mut self, st: &mut Streams, ctx: &[u8], out: &mut [u8]) {
+        let data = st.data;
+        let [mut d0, mut d1] = st.decs;
+        let ctx = &ctx[..out.len().min(ctx.len())];
+        let mut pairs = out.chunks_exact_mut(2);
+        let mut ctx_pairs = ctx.chunks_exact(2);
+        for (o, c) in (&mut pairs).zip(&mut ctx_pairs) {
+            o[0] |= self.decode(data, &mut d0, c[0]);
+            o[1] |= self.decode(data, &mut d1, c[1]);
+        }
+        for (o, &c) in pairs.into_remainder().iter_mut().zip(ctx_pairs.remainder()) {
+            *o |= self.decode(data, &mut d0, c);
+        }
+        st.decs = [d0, d1];
     }
 }
 
@@ -322,30 +384,50 @@ fn unpack_raw(raw: &[u8], out: &mut [u8]) {
 /// element), appended to `out`. `ctx` must be as long as `plane`.
 pub fn encode_context(plane: &[u8], ctx: &[u8], out: &mut Vec<u8>) {
     let mut model = MantissaModel::new();
-    encode_two(out, plane.len(), |enc, i| {
-        model.encode(enc, plane[i], ctx[i])
-    });
-    let mut acc = 0u64;
-    let mut nbits = 0u32;
-    for &x in plane {
-        acc |= raw_bits(x) << nbits;
-        nbits += 6;
-        if nbits >= 32 {
-            out.extend_from_slice(&(acc as u32).to_le_bytes());
-            acc >>= 32;
-            nbits -= 32;
-        }
+    let ctx = &ctx[..plane.len().min(ctx.len())];
+    let mut e0 = Encoder::with_capacity(plane.len() / 8 + 16);
+    let mut e1 = Encoder::with_capacity(plane.len() / 8 + 16);
+    let mut pairs = plane.chunks_exact(2);
+    let mut ctx_pairs = ctx.chunks_exact(2);
+    for (p, c) in (&mut pairs).zip(&mut ctx_pairs) {
+        model.encode(&mut e0, p[0], c[0]);
+        model.encode(&mut e1, p[1], c[1]);
     }
-    out.extend_from_slice(&acc.to_le_bytes()[..nbits.div_ceil(8) as usize]);
+    if let ([x], [c]) = (pairs.remainder(), ctx_pairs.remainder()) {
+        model.encode(&mut e0, *x, *c);
+    }
+    finish_two(out, e0, e1);
+    pack_raw(plane, out);
+}
+
+/// Appends the raw fields of `plane` (see [`raw_bits`]), 6 bits per element from the least
+/// significant bit up: `ceil(6 * plane.len() / 8)` bytes, the inverse of [`unpack_raw`].
+fn pack_raw(plane: &[u8], out: &mut Vec<u8>) {
+    let start = out.len();
+    out.resize(start + (plane.len() * 6).div_ceil(8), 0);
+    let dst = &mut out[start..];
+    let whole = plane.len() / 4;
+    let (head, tail) = plane.split_at(whole * 4);
+    let (dst_head, dst_tail) = dst.split_at_mut(whole * 3);
+    for (q, b) in head.chunks_exact(4).zip(dst_head.chunks_exact_mut(3)) {
+        let w = raw_bits(q[0]) | raw_bits(q[1]) << 6 | raw_bits(q[2]) << 12 | raw_bits(q[3]) << 18;
+        b.copy_from_slice(&w.to_le_bytes()[..3]);
+    }
+    let mut w = 0u64;
+    for (i, &x) in tail.iter().enumerate() {
+        w |= raw_bits(x) << (6 * i);
+    }
+    let n = dst_tail.len();
+    dst_tail.copy_from_slice(&w.to_le_bytes()[..n]);
 }
 
 /// Splits a context payload into its two range-coded streams and unpacks its raw bits
 /// into `out`.
-fn context_parts<'a>(payload: &'a [u8], out: &mut [u8]) -> Result<[Decoder<'a>; 2], CodecError> {
+fn context_parts<'a>(payload: &'a [u8], out: &mut [u8]) -> Result<Streams<'a>, CodecError> {
     let raw_len = (out.len() * 6).div_ceil(8);
-    let decs = two_streams(payload, raw_len)?;
+    let st = two_streams(payload, raw_len)?;
     unpack_raw(&payload[payload.len() - raw_len..], out);
-    Ok(decs)
+    Ok(st)
 }
 
 /// Decodes a payload made by [`encode_context`]; `ctx` is the decoded exponent plane.
@@ -353,49 +435,37 @@ pub fn decode_context(payload: &[u8], ctx: &[u8], out: &mut [u8]) -> Result<(), 
     if ctx.len() != out.len() {
         return Err(CodecError("context plane length differs"));
     }
-    let mut decs = context_parts(payload, out)?;
-    let mut model = MantissaModel::new();
-    for (i, (o, &c)) in out.iter_mut().zip(ctx).enumerate() {
-        *o |= model.decode(&mut decs[i % 2], c);
-    }
-    finish_two(decs)
+    let mut st = context_parts(payload, out)?;
+    MantissaModel::new().decode_into(&mut st, ctx, out);
+    st.finish()
 }
 
-/// Decodes an [`encode`] exponent payload and an [`encode_context`] mantissa payload in one
-/// loop: four independent range decoders (two per plane) whose latencies overlap.
+/// Decodes an [`encode`] exponent payload and an [`encode_context`] mantissa payload,
+/// alternating between the two planes in chunks that stay in the L1 cache. One loop over all
+/// four decoders was measured slower: it needs more registers than there are, while each
+/// plane's loop keeps its two decoders in registers (the exponent loop is bound by the latency
+/// of its division, the mantissa loop by its instruction count).
 pub fn decode_pair(
     exp_payload: &[u8],
     man_payload: &[u8],
     exps: &mut [u8],
     mans: &mut [u8],
 ) -> Result<(), CodecError> {
+    /// Elements per chunk; even, so every chunk starts on an even element.
+    const CHUNK: usize = 8192;
     if exps.len() != mans.len() {
         return Err(CodecError("context plane length differs"));
     }
     let (mut model, coded) = AdaptiveModel::read(exp_payload)?;
-    let [mut e0, mut e1] = two_streams(coded, 0)?;
-    let [mut m0, mut m1] = context_parts(man_payload, mans)?;
+    let mut e = two_streams(coded, 0)?;
+    let mut m = context_parts(man_payload, mans)?;
     let mut mant = MantissaModel::new();
-    let mut e_pairs = exps.chunks_exact_mut(2);
-    let mut m_pairs = mans.chunks_exact_mut(2);
-    for (e, m) in (&mut e_pairs).zip(&mut m_pairs) {
-        let c0 = model.decode(&mut e0);
-        let c1 = model.decode(&mut e1);
-        e[0] = c0;
-        e[1] = c1;
-        m[0] |= mant.decode(&mut m0, c0);
-        m[1] |= mant.decode(&mut m1, c1);
+    for (ec, mc) in exps.chunks_mut(CHUNK).zip(mans.chunks_mut(CHUNK)) {
+        model.decode_into(&mut e, 0, ec);
+        mant.decode_into(&mut m, ec, mc);
     }
-    for (e, m) in e_pairs
-        .into_remainder()
-        .iter_mut()
-        .zip(m_pairs.into_remainder())
-    {
-        *e = model.decode(&mut e0);
-        *m |= mant.decode(&mut m0, *e);
-    }
-    finish_two([e0, e1])?;
-    finish_two([m0, m1])
+    e.finish()?;
+    m.finish()
 }
 
 #[cfg(test)]

@@ -251,7 +251,7 @@ fn decode_head<'a>(
     }
     sized(s1, plane_len);
     if e[0].codec == Codec::Adaptive {
-        // Both planes in one pass: the two models interleave better than two passes.
+        // Both planes in one call: decode_pair alternates between them chunk by chunk.
         adaptive::decode_pair(parts[0], parts[1], sized(s0, plane_len), s1)?;
         return Ok([s0, s1]);
     }
