@@ -221,6 +221,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         "round trip",
     ]);
     let mut failed = 0;
+    let steal_before = measure::cpu_steal();
     for f in &a.inputs {
         measure::warm_cache(f)?;
         let len = std::fs::metadata(f)?.len();
@@ -261,9 +262,10 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         }
     }
     measure::done();
+    let steal = measure::steal_percent(steal_before, measure::cpu_steal());
     let out = match a.csv {
         true => table.csv(),
-        false => format!("{}\n{}", table.markdown(), notes(a, &missing)),
+        false => format!("{}\n{}", table.markdown(), notes(a, &missing, steal)),
     };
     super::print_stdout(&out)?;
     if failed > 0 {
@@ -276,7 +278,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
     Ok(())
 }
 
-fn notes(a: &BenchArgs, missing: &BTreeSet<&str>) -> String {
+fn notes(a: &BenchArgs, missing: &BTreeSet<&str>, steal: Option<f64>) -> String {
     let threads = measure::threads(a.threads);
     let mut s = format!(
         "Median of {} alternating runs; each tool runs as a whole process from file to file, \
@@ -288,6 +290,12 @@ fn notes(a: &BenchArgs, missing: &BTreeSet<&str>) -> String {
          `sc shuffle` (the planes FAST splits, uncoded) piped into zstd.\n",
         a.runs
     );
+    if let Some(p) = steal.filter(|&p| p >= 0.5) {
+        s += &format!(
+            "\nThe hypervisor took {p:.0}% of this machine's CPU time (steal) during the run: \
+             speeds are lower than on an idle machine, most for tools using several threads.\n"
+        );
+    }
     if !missing.is_empty() {
         let m: Vec<&str> = missing.iter().copied().collect();
         s += &format!("\nNot installed, skipped: {}.\n", m.join(", "));

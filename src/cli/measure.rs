@@ -262,6 +262,27 @@ impl Tally {
     }
 }
 
+/// CPU time the hypervisor gave to other guests ("steal") and all CPU time, in ticks since
+/// boot, from `/proc/stat`; `None` where that is unavailable (not Linux, or not a VM's kernel).
+pub fn cpu_steal() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let ticks: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .take(8)
+        .map(|t| t.parse().ok())
+        .collect::<Option<_>>()?;
+    // user nice system idle iowait irq softirq steal
+    Some((*ticks.get(7)?, ticks.iter().sum()))
+}
+
+/// The share of CPU time stolen between two [`cpu_steal`] readings, in percent.
+pub fn steal_percent(before: Option<(u64, u64)>, after: Option<(u64, u64)>) -> Option<f64> {
+    let ((s0, t0), (s1, t1)) = (before?, after?);
+    (t1 > t0).then(|| 100.0 * s1.saturating_sub(s0) as f64 / (t1 - t0) as f64)
+}
+
 /// Peak memory in MB (10^6 bytes), or "-" where it is unknown.
 pub fn megabytes(peak: Option<u64>) -> String {
     peak.map_or("-".into(), |p| format!("{:.1}", p as f64 / 1e6))
@@ -312,6 +333,20 @@ fn run_once(original: &Path, trial: &Trial, tally: &mut Tally) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn steal_share_of_the_ticks_in_between() {
+        assert_eq!(
+            steal_percent(Some((10, 1000)), Some((30, 1100))),
+            Some(20.0)
+        );
+        assert_eq!(steal_percent(Some((10, 1000)), Some((10, 1000))), None);
+        assert_eq!(steal_percent(None, Some((10, 1000))), None);
+        // On Linux the reading exists and steal never exceeds the total.
+        if let Some((steal, total)) = cpu_steal() {
+            assert!(steal <= total);
+        }
+    }
 
     #[test]
     fn median_of_odd_and_even_counts() {
