@@ -45,6 +45,9 @@ const BYTE_PARAMS: Params = Params {
     rebuild_max: 4096,
 };
 
+/// Bytes past the slot table, written by the word-wise fill of [`AdaptiveModel::rebuild`].
+const SLOT_PAD: usize = 16;
+
 /// Order-0 adaptive frequency model over a known set of symbols.
 struct AdaptiveModel {
     p: Params,
@@ -53,7 +56,8 @@ struct AdaptiveModel {
     total: u32,
     /// `cum | freq << 16` of each symbol: one load gives both (cum < 2^15, freq <= 2^15).
     cf: [u32; 256],
-    slots: [u8; PROB_SCALE as usize],
+    /// The symbol of each slot, then [`SLOT_PAD`] bytes that the word-wise fill may write.
+    slots: [u8; PROB_SCALE as usize + SLOT_PAD],
     /// Symbols until the next event (halving or rebuild); counts are bumped in between.
     left: u32,
     /// The value `left` had when last set: symbols coded since the last event, once it is 0.
@@ -76,7 +80,7 @@ impl AdaptiveModel {
             used,
             counts,
             cf: [0; 256],
-            slots: [0; PROB_SCALE as usize],
+            slots: [0; PROB_SCALE as usize + SLOT_PAD],
             left: 0,
             planned: 0,
             until_rebuild: 16,
@@ -145,11 +149,20 @@ impl AdaptiveModel {
             }
             freq[self.used[0] as usize] += PROB_SCALE % n;
         }
+        // Most runs are short, where a call to `fill` costs more than the bytes: the first
+        // SLOT_PAD slots of each symbol are written as one block, which may run into the next
+        // symbol's slots (that symbol then overwrites them) or into the padding past the table.
         let mut c = 0u32;
         for &s in &self.used {
             let f = freq[s as usize];
             self.cf[s as usize] = c | f << 16;
-            self.slots[c as usize..(c + f) as usize].fill(s);
+            let (start, end) = (c as usize, (c + f) as usize);
+            if let Some(w) = self.slots.get_mut(start..start + SLOT_PAD) {
+                w.copy_from_slice(&[s; SLOT_PAD]);
+            }
+            if f as usize > SLOT_PAD {
+                self.slots[start + SLOT_PAD..end].fill(s);
+            }
             c += f;
         }
         debug_assert_eq!(c, PROB_SCALE);
@@ -187,7 +200,8 @@ impl AdaptiveModel {
             let chunk = &mut out[done..done + run];
             let odd = (first + done) % 2 == 1;
             let inc = self.p.inc;
-            let (slots, cf, counts) = (&self.slots, &self.cf, &mut self.counts);
+            let slots = &self.slots[..PROB_SCALE as usize];
+            let (cf, counts) = (&self.cf, &mut self.counts);
             let mut sym = |d: &mut Decoder| {
                 let (r, slot) = d.slot();
                 let s = match slots.get(slot as usize) {
@@ -430,7 +444,11 @@ fn pack_raw(plane: &[u8], out: &mut Vec<u8>) {
     let (head, tail) = plane.split_at(whole * 4);
     let (dst_head, dst_tail) = dst.split_at_mut(whole * 3);
     for (q, b) in head.chunks_exact(4).zip(dst_head.chunks_exact_mut(3)) {
-        let w = raw_bits(q[0]) | raw_bits(q[1]) << 6 | raw_bits(q[2]) << 12 | raw_bits(q[3]) << 18;
+        // Four fields a word: each byte's sign moved down to bit 5, then the 6-bit fields
+        // packed together.
+        let x = u32::from_le_bytes([q[0], q[1], q[2], q[3]]);
+        let t = (x & 0x8080_8080) >> 2 | (x & 0x1F1F_1F1F);
+        let w = (t & 0x3F) | (t >> 2 & 0xFC0) | (t >> 4 & 0x3_F000) | (t >> 6 & 0xFC_0000);
         b.copy_from_slice(&w.to_le_bytes()[..3]);
     }
     let mut w = 0u64;
@@ -623,33 +641,34 @@ pub fn raw6_len(n: usize) -> usize {
 }
 
 /// Turns decoded keys in `exps` into exponents and fills `mans` from the raw fields `raw`
-/// (`ceil(6 * len / 8)` bytes) and the keys' mantissa bits. `tab[k]` is the exponent of key
-/// `k` in its low byte and its bits 6..5, in place, in its high byte.
-fn expand_joint(tab: &[u16; 256], raw: &[u8], exps: &mut [u8], mans: &mut [u8]) {
+/// (`ceil(6 * len / 8)` bytes) and the keys' mantissa bits. `te[k]` is the exponent of key `k`,
+/// `tm[k]` its bits 6..5, in place.
+fn expand_joint(te: &[u8; 256], tm: &[u8; 256], raw: &[u8], exps: &mut [u8], mans: &mut [u8]) {
     let expand = |r: u32| (((r & 0x20) << 2) | (r & 0x1F)) as u8;
     let whole = exps.len().min(mans.len()) / 4;
     let (eh, et) = exps.split_at_mut(whole * 4);
     let (mh, mt) = mans.split_at_mut(whole * 4);
+    // Four elements a word: their 6-bit fields spread to one byte each, sign to bit 7.
     for ((e, m), b) in eh
         .chunks_exact_mut(4)
         .zip(mh.chunks_exact_mut(4))
         .zip(raw.chunks_exact(3))
     {
         let w = b[0] as u32 | (b[1] as u32) << 8 | (b[2] as u32) << 16;
-        for k in 0..4 {
-            let v = tab[e[k] as usize];
-            e[k] = v as u8;
-            m[k] = expand(w >> (6 * k)) | (v >> 8) as u8;
-        }
+        let t = (w & 0x3F) | (w & 0xFC0) << 2 | (w & 0x3_F000) << 4 | (w & 0xFC_0000) << 6;
+        let fields = (t & 0x2020_2020) << 2 | (t & 0x1F1F_1F1F);
+        let (k0, k1, k2, k3) = (e[0] as usize, e[1] as usize, e[2] as usize, e[3] as usize);
+        let bits = u32::from_le_bytes([tm[k0], tm[k1], tm[k2], tm[k3]]);
+        e.copy_from_slice(&[te[k0], te[k1], te[k2], te[k3]]);
+        m.copy_from_slice(&(fields | bits).to_le_bytes());
     }
     let mut w = 0u32;
     for (i, &b) in raw.iter().skip(whole * 3).take(3).enumerate() {
         w |= (b as u32) << (8 * i);
     }
     for (i, (e, m)) in et.iter_mut().zip(mt).enumerate() {
-        let v = tab[*e as usize];
-        *e = v as u8;
-        *m = expand(w >> (6 * i)) | (v >> 8) as u8;
+        *m = expand(w >> (6 * i)) | tm[*e as usize];
+        *e = te[*e as usize];
     }
 }
 
@@ -675,9 +694,10 @@ pub fn decode_joint(
         return Err(CodecError("raw mantissa payload has padding bits set"));
     }
     let (used, coded) = read_joint_alphabet(joint)?;
-    let mut tab = [0u16; 256];
-    for (t, &s) in tab.iter_mut().zip(&used) {
-        *t = s >> 2 | (s & 3) << 13;
+    let (mut te, mut tm) = ([0u8; 256], [0u8; 256]);
+    for (k, &s) in used.iter().enumerate() {
+        te[k] = (s >> 2) as u8;
+        tm[k] = ((s & 3) << 5) as u8;
     }
     let mut model = AdaptiveModel::new(keys(used.len()), JOINT_PARAMS);
     let mut st = two_streams(coded, 0)?;
@@ -687,7 +707,7 @@ pub fn decode_joint(
         .zip(raw.chunks(CHUNK / 4 * 3))
     {
         model.decode_into(&mut st, 0, ec);
-        expand_joint(&tab, rc, ec, mc);
+        expand_joint(&te, &tm, rc, ec, mc);
     }
     st.finish()
 }
