@@ -35,14 +35,15 @@ impl ModelReport {
     }
 }
 
-const VARIANTS: [&str; 7] = [
+const VARIANTS: [&str; 8] = [
     "FAST split16: huffman high byte, low byte raw",
     "FAST exp16: huffman exponent, sign/mantissa raw (FAST now)",
     "static range: split16 high + low byte (BEST before)",
     "static range: exp16 exponent + sign/mantissa",
     "adaptive exponent, sign/mantissa raw",
     "adaptive exponent + adaptive order-0 sign/mantissa",
-    "adaptive exponent + exponent-context sign/mantissa (BEST now)",
+    "adaptive exponent + exponent-context sign/mantissa (BEST before joint)",
+    "joint exponent and mantissa bits 6..5, 6 bits raw (BEST now)",
 ];
 
 /// Coded size of a plane as the pipeline would store it (const, coded, or raw if smaller).
@@ -55,7 +56,7 @@ fn stored(plane: &[u8], coded: usize) -> usize {
 }
 
 /// Sizes of every variant for one block of 16-bit elements.
-fn variant_sizes(raw: &[u8]) -> [usize; 7] {
+fn variant_sizes(raw: &[u8]) -> [usize; 8] {
     let mut split = vec![Vec::new(), Vec::new()];
     let mut exp = vec![Vec::new(), Vec::new()];
     Transform::Split16.split(raw, &mut split);
@@ -78,6 +79,14 @@ fn variant_sizes(raw: &[u8]) -> [usize; 7] {
     let mut ctx = Vec::new();
     adaptive::encode_context(&exp[1], &exp[0], &mut ctx);
     let n = exp[0].len();
+    let joint = {
+        let mut out = Vec::new();
+        if adaptive::encode_joint(&exp[0], &exp[1], &mut out) {
+            out.len() + adaptive::raw6_len(n)
+        } else {
+            adapt(&exp[0]) + stored(&exp[1], ctx.len())
+        }
+    };
     [
         huff(&split[0]) + n,
         huff(&exp[0]) + n,
@@ -86,6 +95,7 @@ fn variant_sizes(raw: &[u8]) -> [usize; 7] {
         adapt(&exp[0]) + n,
         adapt(&exp[0]) + adapt(&exp[1]),
         adapt(&exp[0]) + stored(&exp[1], ctx.len()),
+        joint,
     ]
 }
 
@@ -98,7 +108,7 @@ pub fn compare_models<R: Read + Seek>(r: &mut R, block_size: u32) -> Result<Mode
     let mut global = [[0u64; 256]; 4];
     let mut joint = vec![0u64; 1 << 16];
     let mut per_tensor_bits = 0.0;
-    let mut sizes = [0usize; 7];
+    let mut sizes = [0usize; 8];
     let (mut values, mut blocks) = (0u64, 0u64);
     for t in &header.tensors {
         if !matches!(t.dtype, Some(Dtype::BF16 | Dtype::F16)) {

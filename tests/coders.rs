@@ -984,8 +984,45 @@ fn context_roundtrip(mans: &[u8], exps: &[u8]) -> Vec<u8> {
     payload
 }
 
-/// Both plane round trips, then the fused decoder on the same payloads.
+/// Round trip of [`adaptive::encode_joint`] and [`adaptive::encode_raw6`] through
+/// [`adaptive::decode_joint`], when the planes have 2 ..= 256 joint symbols (else the encoder
+/// must refuse them, appending nothing).
+fn joint_roundtrip(exps: &[u8], mans: &[u8]) {
+    let n = exps.len();
+    let mut j = vec![0x11u8; 3];
+    let coded = adaptive::encode_joint(exps, mans, &mut j);
+    let alphabet = adaptive::joint_used(exps, mans);
+    assert_eq!(coded, alphabet.is_some(), "joint coder's verdict (n={n})");
+    if !coded {
+        assert_eq!(j, [0x11; 3], "joint coder appended to a refused plane");
+        return;
+    }
+    let mut r = vec![0x22u8; 2];
+    adaptive::encode_raw6(mans, &mut r);
+    assert_eq!(r.len(), 2 + adaptive::raw6_len(n));
+    let (mut de, mut dm) = (vec![0x77u8; n], vec![0xE8u8; n]);
+    adaptive::decode_joint(&j[3..], &r[2..], &mut de, &mut dm).expect("decode_joint");
+    assert!(de == exps, "joint exponents differ (n={n})");
+    assert!(dm == mans, "joint mantissas differ (n={n})");
+}
+
+/// Runs the joint decoder on (possibly corrupt) payloads for planes of `n` elements: it must
+/// return, quickly. Returns whether it succeeded.
+fn joint_survives(j: &[u8], r: &[u8], n: usize) -> bool {
+    let start = std::time::Instant::now();
+    let (mut e, mut m) = (vec![0xA5u8; n], vec![0x5Au8; n]);
+    let ok = adaptive::decode_joint(j, r, &mut e, &mut m).is_ok();
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(3),
+        "joint decoder took {:?} for n={n}",
+        start.elapsed()
+    );
+    ok
+}
+
+/// All plane round trips, then the fused decoder on the same payloads.
 fn pair_roundtrip(exps: &[u8], mans: &[u8]) {
+    joint_roundtrip(exps, mans);
     let m = context_roundtrip(mans, exps);
     let Some(e) = adaptive_roundtrip(exps) else {
         return;
@@ -1185,6 +1222,21 @@ fn valid_pair(exps: &Exps, mans: &Mans, n: usize, seed: u64) -> (Vec<u8>, Vec<u8
     (pe, pm)
 }
 
+/// A valid (joint, raw6) payload pair for the planes [`valid_pair`] codes, or two empty
+/// payloads when they have more than 256 joint symbols.
+fn valid_joint(exps: &Exps, mans: &Mans, n: usize, seed: u64) -> (Vec<u8>, Vec<u8>) {
+    let mut e = generate_exps(exps, n, seed);
+    if distinct(&histogram(&e)) < 2 {
+        e[0] = e[0].wrapping_add(1);
+    }
+    let m = generate_mans(mans, &e, seed);
+    let (mut j, mut r) = (Vec::new(), Vec::new());
+    if adaptive::encode_joint(&e, &m, &mut j) {
+        adaptive::encode_raw6(&m, &mut r);
+    }
+    (j, r)
+}
+
 proptest! {
     #![proptest_config(config(600))]
 
@@ -1195,6 +1247,35 @@ proptest! {
         n in out_len_strategy(),
     ) {
         decoders_agree(&e, &m, n);
+        joint_survives(&e, &m, n);
+        let raw = adaptive::raw6_len(n).min(m.len());
+        joint_survives(&e, &m[..raw], n);
+    }
+
+    /// Random streams behind plausible joint alphabets (at least two symbols) and a raw
+    /// payload of the right length get through to the joint decode loop.
+    #[test]
+    fn joint_decoder_survives_random_streams(
+        bitmap in prop::collection::vec(any::<u8>(), 32),
+        masks in prop::collection::vec(1u8..16, 128),
+        sym in any::<u8>(),
+        tail in prop::collection::vec(any::<u8>(), 0..4000),
+        split in any::<prop::sample::Index>(),
+        n in out_len_strategy(),
+    ) {
+        let mut j = bitmap;
+        j[sym as usize / 8] |= 1 << (sym % 8);
+        let used = j.iter().map(|b| b.count_ones() as usize).sum::<usize>();
+        for k in 0..used.div_ceil(2) {
+            j.push(masks[k % 128] | masks[(k + 1) % 128] << 4);
+        }
+        let first = split.index(tail.len() + 1);
+        j.extend_from_slice(&(first as u32).to_le_bytes());
+        j.extend_from_slice(&tail);
+        let r: Vec<u8> = tail.iter().cycle().take(adaptive::raw6_len(n)).copied().collect();
+        if r.len() == adaptive::raw6_len(n) {
+            joint_survives(&j, &r, n);
+        }
     }
 
     /// Random streams behind plausible headers (a bitmap of at least two symbols, stream
@@ -1239,8 +1320,13 @@ proptest! {
         out_delta in prop_oneof![4 => Just(0i64), 1 => -3i64..=3],
     ) {
         let (mut e, mut m) = valid_pair(&exps, &mans, n, seed);
-        // Mutate the exponent payload (0), the mantissa payload (1) or both (2).
-        for (k, p) in [&mut e, &mut m].into_iter().enumerate() {
+        let (mut j, mut r) = valid_joint(&exps, &mans, n, seed);
+        // Mutate the exponent (joint) payload (0), the mantissa (raw) payload (1) or both (2).
+        for (k, p) in [&mut e, &mut m, &mut j, &mut r].into_iter().enumerate() {
+            let k = k % 2;
+            if p.is_empty() {
+                continue;
+            }
             if target != 2 && target as usize != k {
                 continue;
             }
@@ -1259,15 +1345,19 @@ proptest! {
         }
         let len = (n as i64 + out_delta).max(0) as usize;
         let ok = decoders_agree(&e, &m, len);
+        let ok_joint = j.is_empty() || joint_survives(&j, &r, len);
         let unchanged = bit_flips.is_empty() && byte_flips.is_empty() && cut.is_none();
         if unchanged && extra.is_empty() && out_delta == 0 {
             prop_assert!(ok, "valid payloads rejected");
+            prop_assert!(ok_joint, "valid joint payloads rejected");
         }
         if unchanged && !extra.is_empty() && out_delta == 0 {
-            // Appended bytes are never read, so the last stream ends short of its payload.
-            // (Truncation, flips and wrong lengths may decode to other bytes that the block
-            // checksum rejects; the decoders only have to stay safe.)
+            // Appended bytes are never read, so the last stream ends short of its payload
+            // (or the raw payload has the wrong length). (Truncation, flips and wrong lengths
+            // may decode to other bytes that the block checksum rejects; the decoders only
+            // have to stay safe.)
             prop_assert!(!ok, "an extended payload was accepted");
+            prop_assert!(j.is_empty() || !ok_joint, "an extended joint payload was accepted");
         }
     }
 }
@@ -1313,6 +1403,35 @@ fn adaptive_decoders_survive_every_bit_flip_and_cut() {
         // Wrong plane lengths.
         for len in [0, n - 1, n + 1, 2 * n] {
             decoders_agree(&e, &m, len);
+        }
+        // The joint pair likewise.
+        let (j, r) = valid_joint(exps, mans, n, n as u64);
+        assert!(joint_survives(&j, &r, n));
+        for (k, p) in [&j, &r].into_iter().enumerate() {
+            let with = |q: &[u8]| {
+                if k == 0 {
+                    joint_survives(q, &r, n)
+                } else {
+                    joint_survives(&j, q, n)
+                }
+            };
+            let mut q = p.clone();
+            for i in 0..q.len() * 8 {
+                q[i / 8] ^= 1 << (i % 8);
+                with(&q);
+                q[i / 8] ^= 1 << (i % 8);
+            }
+            for cut in 0..p.len() {
+                with(&p[..cut]);
+            }
+            for x in [0u8, 0xFF] {
+                q.push(x);
+                assert!(!with(&q), "joint payload {k} extended by {x:#x} accepted");
+                q.pop();
+            }
+        }
+        for len in [0, n - 1, n + 1, 2 * n] {
+            joint_survives(&j, &r, len);
         }
     }
 }
@@ -1444,31 +1563,33 @@ fn ref_two_streams(n: usize, mut code: impl FnMut(&mut RefEncoder, usize)) -> Ve
     out
 }
 
-/// The adaptive payload, checking every condition after every symbol.
-fn ref_adaptive(data: &[u8]) -> Vec<u8> {
-    let used: Vec<usize> = (0..256).filter(|&s| data.contains(&(s as u8))).collect();
-    let mut out = vec![0u8; 32];
-    for &s in &used {
-        out[s / 8] |= 1 << (s % 8);
+/// Adaptive model constants as FORMAT.md gives them: increment, halving limit, longest
+/// rebuild interval.
+type RefParams = (u64, u64, u32);
+const REF_ADAPTIVE: RefParams = (24, 131_072, 4096);
+const REF_JOINT: RefParams = (24, 524_288, 4096);
+
+/// "Two streams" of `data` (symbols among `used`, ascending) through the adaptive model,
+/// checking every condition after every symbol.
+fn ref_model(data: &[usize], used: &[usize], (inc, limit, rebuild_max): RefParams) -> Vec<u8> {
+    let mut counts = vec![0u64; 1024];
+    for &s in used {
+        counts[s] = inc;
     }
-    let mut counts = [0u64; 256];
-    for &s in &used {
-        counts[s] = 24;
-    }
-    let table = |counts: &[u64; 256]| {
+    let table = |counts: &[u64]| {
         let total: u64 = counts.iter().sum();
         let scale = (1u64 << 47) / total;
-        let mut freq = [0u32; 256];
-        for &s in &used {
+        let mut freq = vec![0u32; 1024];
+        for &s in used {
             freq[s] = ((counts[s] * scale) >> 32).max(1) as u32;
         }
         let sum: u32 = freq.iter().sum();
         // The largest frequency, ties to the lowest symbol.
         let largest = *used.iter().rev().max_by_key(|&&s| freq[s]).unwrap();
         freq[largest] = (freq[largest] as i64 + (1 << 15) - sum as i64) as u32;
-        let mut cum = [0u32; 256];
+        let mut cum = vec![0u32; 1024];
         let mut c = 0;
-        for &s in &used {
+        for &s in used {
             cum[s] = c;
             c += freq[s];
         }
@@ -1476,12 +1597,12 @@ fn ref_adaptive(data: &[u8]) -> Vec<u8> {
     };
     let (mut freq, mut cum) = table(&counts);
     let (mut since, mut interval) = (0u32, 16u32);
-    out.extend(ref_two_streams(data.len(), |enc, i| {
-        let s = data[i] as usize;
+    ref_two_streams(data.len(), |enc, i| {
+        let s = data[i];
         enc.symbol(cum[s], freq[s]);
-        counts[s] += 24;
-        if counts.iter().sum::<u64>() > 131_072 {
-            for &u in &used {
+        counts[s] += inc;
+        if counts.iter().sum::<u64>() > limit {
+            for &u in used {
                 counts[u] = counts[u].div_ceil(2);
             }
         }
@@ -1489,9 +1610,74 @@ fn ref_adaptive(data: &[u8]) -> Vec<u8> {
         if since == interval {
             (freq, cum) = table(&counts);
             since = 0;
-            interval = (interval * 2).min(4096);
+            interval = (interval * 2).min(rebuild_max);
         }
-    }));
+    })
+}
+
+/// The adaptive payload.
+fn ref_adaptive(data: &[u8]) -> Vec<u8> {
+    let used: Vec<usize> = (0..256).filter(|&s| data.contains(&(s as u8))).collect();
+    let mut out = vec![0u8; 32];
+    for &s in &used {
+        out[s / 8] |= 1 << (s % 8);
+    }
+    let syms: Vec<usize> = data.iter().map(|&s| s as usize).collect();
+    out.extend(ref_model(&syms, &used, REF_ADAPTIVE));
+    out
+}
+
+/// The joint payload (plane 0), or `None` when it does not apply (fewer than 2 or more than
+/// 256 joint symbols).
+fn ref_joint(exps: &[u8], mans: &[u8]) -> Option<Vec<u8>> {
+    let joint: Vec<usize> = exps
+        .iter()
+        .zip(mans)
+        .map(|(&e, &x)| (e as usize) * 4 + (x as usize >> 5 & 3))
+        .collect();
+    let used: Vec<usize> = (0..1024).filter(|s| joint.contains(s)).collect();
+    if !(2..=256).contains(&used.len()) {
+        return None;
+    }
+    let mut out = vec![0u8; 32];
+    let mut masks = Vec::new();
+    for e in 0..256 {
+        let m: u8 = (0..4)
+            .filter(|b| used.contains(&(e * 4 + b)))
+            .map(|b| 1 << b)
+            .sum();
+        if m != 0 {
+            out[e / 8] |= 1 << (e % 8);
+            masks.push(m);
+        }
+    }
+    for pair in masks.chunks(2) {
+        out.push(pair[0] | pair.get(1).unwrap_or(&0) << 4);
+    }
+    // Symbols are coded as their rank among the used ones.
+    let rank: Vec<usize> = joint
+        .iter()
+        .map(|s| used.binary_search(s).unwrap())
+        .collect();
+    out.extend(ref_model(
+        &rank,
+        &(0..used.len()).collect::<Vec<_>>(),
+        REF_JOINT,
+    ));
+    Some(out)
+}
+
+/// The raw6 payload (plane 1 of a joint pair): the same raw bits as the context payload's.
+fn ref_raw6(plane: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut bits: Vec<bool> = Vec::new();
+    for &x in plane {
+        let field = (x >> 7) << 5 | (x & 0x1F);
+        bits.extend((0..6).map(|k| field >> k & 1 == 1));
+    }
+    for byte in bits.chunks(8) {
+        out.push(byte.iter().enumerate().map(|(k, &b)| (b as u8) << k).sum());
+    }
     out
 }
 
@@ -1504,14 +1690,7 @@ fn ref_context(plane: &[u8], ctx: &[u8]) -> Vec<u8> {
         enc.bit(&mut p[e][1], b6 == 1);
         enc.bit(&mut p[e][2 + b6 as usize], x >> 5 & 1 == 1);
     });
-    let mut bits: Vec<bool> = Vec::new();
-    for &x in plane {
-        let field = (x >> 7) << 5 | (x & 0x1F);
-        bits.extend((0..6).map(|k| field >> k & 1 == 1));
-    }
-    for byte in bits.chunks(8) {
-        out.push(byte.iter().enumerate().map(|(k, &b)| (b as u8) << k).sum());
-    }
+    out.extend(ref_raw6(plane));
     out
 }
 
@@ -1531,6 +1710,16 @@ fn assert_matches_reference(exps: &[u8], mans: &[u8]) {
         "context payload differs from FORMAT.md (n={})",
         mans.len()
     );
+    let mut j = Vec::new();
+    let joint = adaptive::encode_joint(exps, mans, &mut j).then_some(j);
+    assert!(
+        joint == ref_joint(exps, mans),
+        "joint payload differs from FORMAT.md (n={})",
+        mans.len()
+    );
+    let mut r = Vec::new();
+    adaptive::encode_raw6(mans, &mut r);
+    assert!(r == ref_raw6(mans), "raw6 payload differs from FORMAT.md");
 }
 
 proptest! {

@@ -21,6 +21,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::OnceLock;
 
 const SAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/sample.safetensors");
+const TINY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/tiny.safetensors");
 const TAG_BLOCK: u8 = 0xB1;
 const TAG_END: u8 = 0xE0;
 
@@ -117,8 +118,20 @@ impl Fixture {
         )
         .expect("encode");
         assert_eq!(report.archive_len, archive.len() as u64);
+        Fixture::from_archive(name, original, archive, mode, block_size)
+    }
+
+    /// The fixture of an archive made elsewhere (`archive` must decode to `original`).
+    fn from_archive(
+        name: &str,
+        original: Vec<u8>,
+        archive: Vec<u8>,
+        mode: Mode,
+        block_size: u32,
+    ) -> Fixture {
         let info = inspect(&mut Cursor::new(&archive)).expect("inspect a good archive");
         assert_eq!(info.header.mode, mode);
+        assert_eq!(info.header.block_size, block_size);
         let header_len = info.header.encoded_len() as usize;
         let end_offset = info.footer.end_offset as usize;
         let mut blocks = Vec::new();
@@ -181,13 +194,13 @@ impl Fixture {
     }
 
     /// Whether `pos` lies in the payload of an entropy-coded plane (huffman, range, adaptive,
-    /// context), where flush and padding bits may not matter.
+    /// context, joint), where flush and padding bits may not matter.
     fn in_entropy_payload(&self, pos: usize) -> bool {
         self.blocks.iter().any(|b| {
             b.planes.iter().any(|&(c, start, len)| {
                 matches!(
                     c,
-                    Codec::Huffman | Codec::Range | Codec::Adaptive | Codec::Context
+                    Codec::Huffman | Codec::Range | Codec::Adaptive | Codec::Context | Codec::Joint
                 ) && pos >= start
                     && pos < start + len
             })
@@ -841,7 +854,7 @@ fn sample_archives_use_every_codec() {
         let want: &[&str] = if fx.name.contains("FAST") {
             &["huffman", "stored"]
         } else {
-            &["adaptive", "context"]
+            &["joint", "raw6"]
         };
         for w in want {
             assert!(
@@ -922,6 +935,27 @@ fn synthetic_generic_every_byte() {
         header_cases(&mut t, &fx);
         t.finish(&fx.name.clone());
     }
+}
+
+/// A BEST archive of `testdata/tiny.safetensors` (4 KiB blocks) written before the joint codec
+/// existed: its BF16 block codes the exponents with the adaptive codec and the sign/mantissa
+/// plane with the context codec, which this build still decodes but no longer writes.
+const LEGACY_BEST: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/tiny.best-context.sc");
+
+#[test]
+fn legacy_adaptive_context_archive_every_byte() {
+    let original = std::fs::read(TINY).expect("testdata/tiny.safetensors");
+    let archive = std::fs::read(LEGACY_BEST).expect("testdata/tiny.best-context.sc");
+    let fx = Fixture::from_archive("legacy BEST", original, archive, Mode::Best, 4096);
+    assert!(
+        fx.blocks.iter().any(|b| b.planes.len() >= 2
+            && b.planes[0].0 == Codec::Adaptive
+            && b.planes[1].0 == Codec::Context),
+        "the legacy archive has an adaptive + context block"
+    );
+    let mut t = exhaustive(&fx);
+    truncation_cases(&mut t, &fx);
+    t.finish(&fx.name.clone());
 }
 
 #[test]

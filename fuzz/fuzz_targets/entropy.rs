@@ -14,14 +14,19 @@ fuzz_target!(|data: &[u8]| {
     let mut out = vec![0u8; n];
     let mut other = vec![0u8; n];
     let ctx: Vec<u8> = (0..n).map(|i| (i % 7) as u8 + 120).collect();
-    let _ = match data[0] % 5 {
+    let _ = match data[0] % 6 {
         0 => huffman::decode(payload, &mut out),
         1 => range::decode(payload, &mut out),
         2 => adaptive::decode(payload, &mut out),
         3 => adaptive::decode_context(payload, &ctx, &mut out),
-        _ => {
+        4 => {
             let (a, b) = payload.split_at(payload.len() / 2);
             adaptive::decode_pair(a, b, &mut out, &mut other)
+        }
+        _ => {
+            // The raw payload's length follows from n; the rest is the joint payload.
+            let (a, b) = payload.split_at(payload.len() - adaptive::raw6_len(n).min(payload.len()));
+            adaptive::decode_joint(a, b, &mut out, &mut other)
         }
     };
 });

@@ -80,8 +80,15 @@ pub enum Codec {
     /// Range coder with an adaptive order-0 model ([`crate::entropy::adaptive`]).
     Adaptive = 4,
     /// Sign/mantissa plane range-coded with the exponent plane as context
-    /// ([`crate::entropy::adaptive`]); only plane 1 of an `exp16` block.
+    /// ([`crate::entropy::adaptive`]); only plane 1 of an exponent-aligned block.
     Context = 5,
+    /// Exponent byte and mantissa bits 6..5 range-coded as one adaptive symbol
+    /// ([`crate::entropy::adaptive`]); only plane 0 of an exponent-aligned block, whose plane 1
+    /// is then [`Codec::Raw6`].
+    Joint = 6,
+    /// The other 6 bits of each sign/mantissa byte (sign, bits 4..0), packed raw; only plane 1
+    /// of an exponent-aligned block whose plane 0 is [`Codec::Joint`].
+    Raw6 = 7,
 }
 
 impl Codec {
@@ -93,6 +100,8 @@ impl Codec {
             3 => Codec::Range,
             4 => Codec::Adaptive,
             5 => Codec::Context,
+            6 => Codec::Joint,
+            7 => Codec::Raw6,
             _ => return None,
         })
     }
@@ -106,6 +115,8 @@ impl Codec {
             Codec::Range => "range",
             Codec::Adaptive => "adaptive",
             Codec::Context => "context",
+            Codec::Joint => "joint",
+            Codec::Raw6 => "raw6",
         }
     }
 }
@@ -132,6 +143,11 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
     let mut a = [0u8; 8];
     a.copy_from_slice(&b[at..at + 8]);
     u64::from_le_bytes(a)
+}
+
+/// Bytes of the [`Codec::Raw6`] payload of a plane of `plane_len` bytes: 6 bits each.
+fn raw6_len(plane_len: u32) -> u64 {
+    (plane_len as u64 * 6).div_ceil(8)
 }
 
 fn corrupt(msg: impl Into<String>) -> Error {
@@ -385,6 +401,19 @@ impl BlockRecord {
                     Codec::Context => {
                         k == 1 && transform.exponent_aligned() && coded_len < plane_len
                     }
+                    // The joint payload carries 10 of 16 bits; the pair is smaller than the
+                    // two planes stored.
+                    Codec::Joint => {
+                        k == 0
+                            && transform.exponent_aligned()
+                            && coded_len > 0
+                            && (coded_len as u64) + raw6_len(plane_len) < 2 * plane_len as u64
+                    }
+                    Codec::Raw6 => {
+                        k == 1
+                            && transform.exponent_aligned()
+                            && coded_len as u64 == raw6_len(plane_len)
+                    }
                 };
             if !ok {
                 return Err(bad(format!(
@@ -393,6 +422,10 @@ impl BlockRecord {
                 )));
             }
             planes.push(PlaneEntry { codec, coded_len });
+        }
+        let joint = planes[0].codec == Codec::Joint;
+        if joint != planes.get(1).is_some_and(|p| p.codec == Codec::Raw6) {
+            return Err(bad("joint and raw6 planes must come as a pair".into()));
         }
         Ok(Some(BlockRecord {
             transform,

@@ -117,6 +117,29 @@ fn code_mantissas(data: &[u8], exponents: &[u8], coded: &mut Vec<u8>) -> Codec {
     code_counted(data, &hist, Mode::Best, coded)
 }
 
+/// BEST: planes 0 and 1 of an exponent-aligned block as a joint/raw6 pair (`None`, leaving
+/// the buffers to be overwritten, when the pair does not apply or does not pay).
+///
+/// The joint model codes the exponent and mantissa bits 6..5 as one symbol and stores the
+/// other 6 bits raw, which suits trained weights. Planes whose order-0 entropies promise
+/// clearly less (low-precision data with zeroed mantissa bits) go to the separate coders.
+fn code_joint(p: [&[u8]; 2], c0: &mut Vec<u8>, c1: &mut Vec<u8>) -> Option<(Codec, Codec)> {
+    c0.clear();
+    c1.clear();
+    let n = p[0].len();
+    let (joint, estimate) = rayon::join(
+        || adaptive::encode_joint(p[0], p[1], c0),
+        || {
+            adaptive::encode_raw6(p[1], c1);
+            let bits = entropy_bits(&histogram(p[0])) + entropy_bits(&histogram(p[1]));
+            bits * n as f64 / 8.0
+        },
+    );
+    let total = c0.len() + c1.len();
+    (joint && total < 2 * n && (total as f64) < estimate * 1.01 + 600.0)
+        .then_some((Codec::Joint, Codec::Raw6))
+}
+
 /// Codes a plane after the first, on its own: entropy-coded where [`worth_coding`] says so.
 fn code_other(data: &[u8], mode: Mode, coded: &mut Vec<u8>) -> Codec {
     code_plane(data, worth_coding(data, mode), mode, coded)
@@ -129,10 +152,12 @@ fn code_head(transform: Transform, mode: Mode, p: [&[u8]; 2], c: &mut [Vec<u8>])
         unreachable!("code_head gets two coded buffers")
     };
     match mode {
-        Mode::Best if transform.exponent_aligned() => rayon::join(
-            || code_exponents(p[0], c0),
-            || code_mantissas(p[1], p[0], c1),
-        ),
+        Mode::Best if transform.exponent_aligned() => code_joint(p, c0, c1).unwrap_or_else(|| {
+            rayon::join(
+                || code_exponents(p[0], c0),
+                || code_mantissas(p[1], p[0], c1),
+            )
+        }),
         _ => rayon::join(
             || code_plane(p[0], true, mode, c0),
             || code_other(p[1], mode, c1),
@@ -200,6 +225,8 @@ pub fn encode_block(
     }
 }
 
+const UNPAIRED: CodecError = CodecError("joint and raw6 planes must come as a pair");
+
 fn decode_plane(entry: &PlaneEntry, payload: &[u8], out: &mut [u8]) -> Result<(), CodecError> {
     match entry.codec {
         Codec::Stored if payload.len() == out.len() => out.copy_from_slice(payload),
@@ -209,6 +236,7 @@ fn decode_plane(entry: &PlaneEntry, payload: &[u8], out: &mut [u8]) -> Result<()
         Codec::Range => range::decode(payload, out)?,
         Codec::Adaptive => adaptive::decode(payload, out)?,
         Codec::Context => return Err(CodecError("context plane without its exponent plane")),
+        Codec::Joint | Codec::Raw6 => return Err(UNPAIRED),
     }
     Ok(())
 }
@@ -242,6 +270,15 @@ fn decode_head<'a>(
     s0: &'a mut Vec<u8>,
     s1: &'a mut Vec<u8>,
 ) -> Result<[&'a [u8]; 2], CodecError> {
+    match (e[0].codec, e[1].codec) {
+        (Codec::Joint, Codec::Raw6) => {
+            let (a, b) = (sized(s0, plane_len), sized(s1, plane_len));
+            adaptive::decode_joint(parts[0], parts[1], a, b)?;
+            return Ok([s0, s1]);
+        }
+        (Codec::Joint, _) | (_, Codec::Raw6) => return Err(UNPAIRED),
+        _ => {}
+    }
     if e[1].codec != Codec::Context {
         let (a, b) = rayon::join(
             || plane_view(e[0], parts[0], plane_len, s0),
