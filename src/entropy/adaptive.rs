@@ -31,7 +31,7 @@ use crate::error::CodecError;
 /// add an immediate).
 const INC: u32 = 24;
 
-/// Adaptation constants of an adaptive model (besides [`INC`]).
+/// Adaptation constants of an adaptive model (besides the count increment, 24).
 #[derive(Clone, Copy, Debug)]
 pub struct Params {
     /// Total count above which all counts are halved.
