@@ -1376,63 +1376,43 @@ fn adaptive_decoders_survive_every_bit_flip_and_cut() {
     ];
     for &(ref exps, ref mans, n) in &cases {
         let (e, m) = valid_pair(exps, mans, n, n as u64);
-        assert!(decoders_agree(&e, &m, n));
-        for (k, p) in [&e, &m].into_iter().enumerate() {
-            let with = |q: &[u8]| {
-                if k == 0 {
-                    decoders_agree(q, &m, n)
-                } else {
-                    decoders_agree(&e, q, n)
-                }
-            };
-            let mut q = p.clone();
-            for i in 0..q.len() * 8 {
-                q[i / 8] ^= 1 << (i % 8);
-                with(&q);
-                q[i / 8] ^= 1 << (i % 8);
-            }
-            for cut in 0..p.len() {
-                with(&p[..cut]);
-            }
-            for x in [0u8, 0xFF] {
-                q.push(x);
-                assert!(!with(&q), "payload {k} extended by {x:#x} accepted");
-                q.pop();
-            }
-        }
-        // Wrong plane lengths.
-        for len in [0, n - 1, n + 1, 2 * n] {
-            decoders_agree(&e, &m, len);
-        }
+        mutate_pair(&e, &m, n, decoders_agree, "adaptive + context");
         // The joint pair likewise.
         let (j, r) = valid_joint(exps, mans, n, n as u64);
-        assert!(joint_survives(&j, &r, n));
-        for (k, p) in [&j, &r].into_iter().enumerate() {
-            let with = |q: &[u8]| {
-                if k == 0 {
-                    joint_survives(q, &r, n)
-                } else {
-                    joint_survives(&j, q, n)
-                }
-            };
-            let mut q = p.clone();
-            for i in 0..q.len() * 8 {
-                q[i / 8] ^= 1 << (i % 8);
-                with(&q);
-                q[i / 8] ^= 1 << (i % 8);
+        mutate_pair(&j, &r, n, joint_survives, "joint + raw6");
+    }
+}
+
+/// Flips every bit of each of the two payloads `a` and `b` of a block of `n` elements, cuts
+/// each at every length, extends each by a byte and gives wrong plane lengths; `check` must
+/// never panic, must accept the valid pair and reject extensions.
+fn mutate_pair(a: &[u8], b: &[u8], n: usize, check: fn(&[u8], &[u8], usize) -> bool, what: &str) {
+    assert!(check(a, b, n), "{what}: valid payloads rejected");
+    for (k, p) in [a, b].into_iter().enumerate() {
+        let with = |q: &[u8]| {
+            if k == 0 {
+                check(q, b, n)
+            } else {
+                check(a, q, n)
             }
-            for cut in 0..p.len() {
-                with(&p[..cut]);
-            }
-            for x in [0u8, 0xFF] {
-                q.push(x);
-                assert!(!with(&q), "joint payload {k} extended by {x:#x} accepted");
-                q.pop();
-            }
+        };
+        let mut q = p.to_vec();
+        for i in 0..q.len() * 8 {
+            q[i / 8] ^= 1 << (i % 8);
+            with(&q);
+            q[i / 8] ^= 1 << (i % 8);
         }
-        for len in [0, n - 1, n + 1, 2 * n] {
-            joint_survives(&j, &r, len);
+        for cut in 0..p.len() {
+            with(&p[..cut]);
         }
+        for x in [0u8, 0xFF] {
+            q.push(x);
+            assert!(!with(&q), "{what}: payload {k} extended by {x:#x} accepted");
+            q.pop();
+        }
+    }
+    for len in [0, n - 1, n + 1, 2 * n] {
+        check(a, b, len);
     }
 }
 
