@@ -236,7 +236,7 @@ impl<R: Read + Seek + Send> Archive<R> {
                 }
                 let block = read_block(input, block_size, index, next, buffers)?;
                 next += 1;
-                stats.block_bytes_read += block.1.encoded_len() as u64 + block.1.payload_len();
+                stats.block_bytes_read += block.1.stored_len();
                 Ok(Some(block))
             },
             &|block| {
@@ -414,9 +414,7 @@ fn read_block<R: Read + Seek>(
         .ok_or_else(|| bad("the index points at the end tag"))?;
     // Payload lengths are at most the block size, and the index placed the block inside the
     // archive, so this allocation is bounded by both.
-    if rec.raw_len != e.raw_len
-        || rec.encoded_len() as u64 + rec.payload_len() != e.stored_len as u64
-    {
+    if rec.raw_len != e.raw_len || rec.stored_len() != e.stored_len as u64 {
         return Err(bad("record disagrees with the index"));
     }
     let mut payload = buffers.buffer(rec.payload_len() as usize);

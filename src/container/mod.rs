@@ -147,7 +147,7 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 
 /// Bytes of the [`Codec::Raw6`] payload of a plane of `plane_len` bytes: 6 bits each.
 fn raw6_len(plane_len: u32) -> u64 {
-    (plane_len as u64 * 6).div_ceil(8)
+    crate::entropy::adaptive::raw6_len(plane_len as usize) as u64
 }
 
 fn corrupt(msg: impl Into<String>) -> Error {
@@ -336,6 +336,12 @@ impl BlockRecord {
     /// Bytes of all plane payloads after the record.
     pub fn payload_len(&self) -> u64 {
         self.planes.iter().map(|p| p.coded_len as u64).sum()
+    }
+
+    /// Bytes the block takes in the archive: record plus payloads (its index entry's stored
+    /// length).
+    pub fn stored_len(&self) -> u64 {
+        self.encoded_len() as u64 + self.payload_len()
     }
 
     /// Appends the record.

@@ -390,28 +390,35 @@ fn raw_bits(x: u8) -> u64 {
     (((x >> 2) & 0x20) | (x & 0x1F)) as u64
 }
 
+/// The raw fields of four elements, packed in the 3 bytes `b`, spread to one byte each (sign
+/// to bit 7, bits 4..0 in place, bits 6 and 5 clear), as a little-endian word.
+#[inline(always)]
+fn spread4(b: &[u8]) -> u32 {
+    let w = b[0] as u32 | (b[1] as u32) << 8 | (b[2] as u32) << 16;
+    let t = (w & 0x3F) | (w & 0xFC0) << 2 | (w & 0x3_F000) << 4 | (w & 0xFC_0000) << 6;
+    (t & 0x2020_2020) << 2 | (t & 0x1F1F_1F1F)
+}
+
+/// The spread fields of the last `n % 4` of `n` elements, which start right after the whole
+/// groups of 3 bytes in `raw`.
+fn tail_fields(raw: &[u8], n: usize) -> [u8; 4] {
+    let mut b = [0u8; 3];
+    for (d, &r) in b.iter_mut().zip(raw.iter().skip(n / 4 * 3)) {
+        *d = r;
+    }
+    spread4(&b).to_le_bytes()
+}
+
 /// Fills `out` with the raw fields (sign to bit 7, bits 4..0), leaving bits 6 and 5 clear.
 /// `raw` holds `ceil(6 * out.len() / 8)` bytes (checked by the caller); a separate pass keeps
 /// bit unpacking out of the serial decode loop.
 fn unpack_raw(raw: &[u8], out: &mut [u8]) {
-    let expand = |r: u32| (((r & 0x20) << 2) | (r & 0x1F)) as u8;
-    let whole = out.len() / 4;
-    let (head, tail) = out.split_at_mut(whole * 4);
+    let fields = tail_fields(raw, out.len());
+    let (head, tail) = out.split_at_mut(out.len() / 4 * 4);
     for (q, b) in head.chunks_exact_mut(4).zip(raw.chunks_exact(3)) {
-        let w = b[0] as u32 | (b[1] as u32) << 8 | (b[2] as u32) << 16;
-        q[0] = expand(w);
-        q[1] = expand(w >> 6);
-        q[2] = expand(w >> 12);
-        q[3] = expand(w >> 18);
+        q.copy_from_slice(&spread4(b).to_le_bytes());
     }
-    // The last 1-3 fields start right after the whole groups of 3 bytes.
-    let mut w = 0u32;
-    for (i, &b) in raw.iter().skip(whole * 3).take(3).enumerate() {
-        w |= (b as u32) << (8 * i);
-    }
-    for (i, o) in tail.iter_mut().enumerate() {
-        *o = expand(w >> (6 * i));
-    }
+    tail.copy_from_slice(&fields[..tail.len()]);
 }
 
 /// Context coding of `plane` (sign/mantissa bytes) given `ctx` (the exponent byte of each
@@ -438,7 +445,7 @@ pub fn encode_context(plane: &[u8], ctx: &[u8], out: &mut Vec<u8>) {
 /// significant bit up: `ceil(6 * plane.len() / 8)` bytes, the inverse of [`unpack_raw`].
 fn pack_raw(plane: &[u8], out: &mut Vec<u8>) {
     let start = out.len();
-    out.resize(start + (plane.len() * 6).div_ceil(8), 0);
+    out.resize(start + raw6_len(plane.len()), 0);
     let dst = &mut out[start..];
     let whole = plane.len() / 4;
     let (head, tail) = plane.split_at(whole * 4);
@@ -462,7 +469,7 @@ fn pack_raw(plane: &[u8], out: &mut Vec<u8>) {
 /// Splits a context payload into its two range-coded streams and unpacks its raw bits
 /// into `out`.
 fn context_parts<'a>(payload: &'a [u8], out: &mut [u8]) -> Result<Streams<'a>, CodecError> {
-    let raw_len = (out.len() * 6).div_ceil(8);
+    let raw_len = raw6_len(out.len());
     let st = two_streams(payload, raw_len)?;
     unpack_raw(&payload[payload.len() - raw_len..], out);
     Ok(st)
@@ -643,30 +650,23 @@ pub fn raw6_len(n: usize) -> usize {
 /// (`ceil(6 * len / 8)` bytes) and the keys' mantissa bits. `te[k]` is the exponent of key `k`,
 /// `tm[k]` its bits 6..5, in place.
 fn expand_joint(te: &[u8; 256], tm: &[u8; 256], raw: &[u8], exps: &mut [u8], mans: &mut [u8]) {
-    let expand = |r: u32| (((r & 0x20) << 2) | (r & 0x1F)) as u8;
-    let whole = exps.len().min(mans.len()) / 4;
-    let (eh, et) = exps.split_at_mut(whole * 4);
-    let (mh, mt) = mans.split_at_mut(whole * 4);
-    // Four elements a word: their 6-bit fields spread to one byte each, sign to bit 7.
+    let n = exps.len().min(mans.len());
+    let whole = n / 4 * 4;
+    let (eh, et) = exps[..n].split_at_mut(whole);
+    let (mh, mt) = mans[..n].split_at_mut(whole);
     for ((e, m), b) in eh
         .chunks_exact_mut(4)
         .zip(mh.chunks_exact_mut(4))
         .zip(raw.chunks_exact(3))
     {
-        let w = b[0] as u32 | (b[1] as u32) << 8 | (b[2] as u32) << 16;
-        let t = (w & 0x3F) | (w & 0xFC0) << 2 | (w & 0x3_F000) << 4 | (w & 0xFC_0000) << 6;
-        let fields = (t & 0x2020_2020) << 2 | (t & 0x1F1F_1F1F);
         let (k0, k1, k2, k3) = (e[0] as usize, e[1] as usize, e[2] as usize, e[3] as usize);
         let bits = u32::from_le_bytes([tm[k0], tm[k1], tm[k2], tm[k3]]);
         e.copy_from_slice(&[te[k0], te[k1], te[k2], te[k3]]);
-        m.copy_from_slice(&(fields | bits).to_le_bytes());
+        m.copy_from_slice(&(spread4(b) | bits).to_le_bytes());
     }
-    let mut w = 0u32;
-    for (i, &b) in raw.iter().skip(whole * 3).take(3).enumerate() {
-        w |= (b as u32) << (8 * i);
-    }
-    for (i, (e, m)) in et.iter_mut().zip(mt).enumerate() {
-        *m = expand(w >> (6 * i)) | tm[*e as usize];
+    let fields = tail_fields(raw, n);
+    for ((e, m), f) in et.iter_mut().zip(mt).zip(fields) {
+        *m = f | tm[*e as usize];
         *e = te[*e as usize];
     }
 }

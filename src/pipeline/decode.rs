@@ -85,7 +85,7 @@ impl BlockReader {
                 offset,
                 raw_offset: self.raw_pos,
                 raw_len: rec.raw_len,
-                stored_len: (rec.encoded_len() + payload.len()) as u32,
+                stored_len: rec.stored_len() as u32,
             });
             self.raw_pos += rec.raw_len as u64;
             return Ok(Some((n, rec, payload)));
@@ -144,7 +144,7 @@ pub fn decode<R: Read + Send, W: Write + Send>(
                 Some(d) => d.push(Arc::new(out)),
                 None => buffers.give(out),
             }
-            decoded_to += (rec.encoded_len() as u64) + rec.payload_len();
+            decoded_to += rec.stored_len();
             progress(decoded_to);
             Ok(())
         },

@@ -22,13 +22,14 @@ impl<T: Default> Pool<T> {
         }
     }
 
+    /// An idle value, if there is one.
+    fn idle(&self) -> Option<T> {
+        self.free.lock().ok().and_then(|mut f| f.pop())
+    }
+
     /// An idle value, or a new default one.
     pub fn take(&self) -> T {
-        self.free
-            .lock()
-            .ok()
-            .and_then(|mut f| f.pop())
-            .unwrap_or_default()
+        self.idle().unwrap_or_default()
     }
 
     /// Returns a value for reuse (dropped if the pool is full).
@@ -54,7 +55,7 @@ impl Pool<Vec<u8>> {
     /// unspecified (zeros or an earlier block's bytes): every user overwrites all of it, and
     /// zeroing megabytes per block would cost as much as copying them.
     pub fn buffer(&self, len: usize) -> Vec<u8> {
-        match self.free.lock().ok().and_then(|mut f| f.pop()) {
+        match self.idle() {
             Some(mut v) => {
                 v.resize(len, 0);
                 v
