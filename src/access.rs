@@ -15,10 +15,9 @@
 
 use crate::container::{read_exact_or, BlockRecord, FileHeader, Footer, IndexEntry, Kind};
 use crate::error::{Error, Result};
-use crate::pipeline::block::Scratch;
 use crate::pipeline::decode::{decode_one, Block, Counting};
 use crate::pipeline::pool::Pool;
-use crate::pipeline::{ordered, pools, window};
+use crate::pipeline::{ordered, pools, window, Pools};
 use crate::safetensors::{Header, TensorInfo};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::ops::Range;
@@ -69,8 +68,7 @@ pub struct Archive<R> {
     stats: AccessStats,
     /// The last block decoded, kept because consecutive small tensors often share one.
     cache: Option<(usize, Vec<u8>)>,
-    buffers: Pool<Vec<u8>>,
-    scratch: Pool<Scratch>,
+    pools: Pools,
 }
 
 impl<R: Read + Seek + Send> Archive<R> {
@@ -95,7 +93,7 @@ impl<R: Read + Seek + Send> Archive<R> {
             }
             Kind::Generic => Vec::new(),
         };
-        let (buffers, scratch) = pools();
+        let pools = pools();
         Ok(Archive {
             stats: AccessStats::default(),
             input,
@@ -104,8 +102,7 @@ impl<R: Read + Seek + Send> Archive<R> {
             archive_len,
             tensors,
             cache: None,
-            buffers,
-            scratch,
+            pools,
         })
     }
 
@@ -224,8 +221,7 @@ impl<R: Read + Seek + Send> Archive<R> {
             input,
             stats,
             cache,
-            buffers,
-            scratch,
+            pools,
             ..
         } = self;
         ordered(
@@ -234,14 +230,14 @@ impl<R: Read + Seek + Send> Archive<R> {
                 if next == end {
                     return Ok(None);
                 }
-                let block = read_block(input, block_size, index, next, buffers)?;
+                let block = read_block(input, block_size, index, next, &pools.coded)?;
                 next += 1;
                 stats.block_bytes_read += block.1.stored_len();
                 Ok(Some(block))
             },
             &|block| {
                 let n = block.0 as usize;
-                decode_one(block, buffers, scratch).map(|(_, out)| (n, out))
+                decode_one(block, pools).map(|(_, out)| (n, out))
             },
             &mut |decoded| {
                 let (n, block) = decoded?;
@@ -251,7 +247,7 @@ impl<R: Read + Seek + Send> Archive<R> {
                 if n == last {
                     *cache = Some((n, block));
                 } else {
-                    buffers.give(block);
+                    pools.blocks.give(block);
                 }
                 Ok(())
             },

@@ -2,7 +2,7 @@
 //! file, next to the order-0 entropies they are bounded by (`sc models`).
 
 use crate::container::read_exact_or;
-use crate::entropy::{adaptive, entropy_bits, histogram, huffman, range};
+use crate::entropy::{adaptive, entropy_bits, histogram, huffman, joint, range};
 use crate::error::{Error, Result};
 use crate::safetensors::{read_file_header, Dtype};
 use crate::split::Transform;
@@ -35,9 +35,10 @@ impl ModelReport {
     }
 }
 
-const VARIANTS: [&str; 8] = [
+const VARIANTS: [&str; 9] = [
     "FAST split16: huffman high byte, low byte raw",
-    "FAST exp16: huffman exponent, sign/mantissa raw (FAST now)",
+    "FAST exp16: huffman exponent, sign/mantissa raw (FAST before huffjoint)",
+    "FAST huffjoint: huffman exponent and mantissa bits 6..5, 6 bits raw (FAST now)",
     "static range: split16 high + low byte (BEST before)",
     "static range: exp16 exponent + sign/mantissa",
     "adaptive exponent, sign/mantissa raw",
@@ -56,7 +57,7 @@ fn stored(plane: &[u8], coded: usize) -> usize {
 }
 
 /// Sizes of every variant for one block of 16-bit elements.
-fn variant_sizes(raw: &[u8]) -> [usize; 8] {
+fn variant_sizes(raw: &[u8]) -> [usize; 9] {
     let mut split = vec![Vec::new(), Vec::new()];
     let mut exp = vec![Vec::new(), Vec::new()];
     Transform::Split16.split(raw, &mut split);
@@ -82,14 +83,24 @@ fn variant_sizes(raw: &[u8]) -> [usize; 8] {
     let joint = {
         let mut out = Vec::new();
         if adaptive::encode_joint(&exp[0], &exp[1], &mut out) {
-            out.len() + adaptive::raw6_len(n)
+            out.len() + joint::raw6_len(n)
         } else {
             adapt(&exp[0]) + stored(&exp[1], ctx.len())
         }
     };
+    let census = joint::Census::of16(raw);
+    let huffjoint = match census.alphabet() {
+        Some(a) => {
+            let mut out = Vec::new();
+            joint::encode_huffman16(&a, &census.keys(&a), raw, &mut Vec::new(), &mut out);
+            out.len() + joint::raw6_len(n)
+        }
+        None => huff(&exp[0]) + n,
+    };
     [
         huff(&split[0]) + n,
         huff(&exp[0]) + n,
+        huffjoint,
         range(&split[0]) + range(&split[1]),
         range(&exp[0]) + range(&exp[1]),
         adapt(&exp[0]) + n,
@@ -108,7 +119,7 @@ pub fn compare_models<R: Read + Seek>(r: &mut R, block_size: u32) -> Result<Mode
     let mut global = [[0u64; 256]; 4];
     let mut joint = vec![0u64; 1 << 16];
     let mut per_tensor_bits = 0.0;
-    let mut sizes = [0usize; 8];
+    let mut sizes = [0usize; 9];
     let (mut values, mut blocks) = (0u64, 0u64);
     for t in &header.tensors {
         if !matches!(t.dtype, Some(Dtype::BF16 | Dtype::F16)) {

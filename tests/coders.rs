@@ -3,7 +3,7 @@
 //! and decoders fed arbitrary bytes; the same for the adaptive and context coders of BEST.
 
 use proptest::prelude::*;
-use sc::entropy::{adaptive, entropy_bits, histogram, huffman, range};
+use sc::entropy::{adaptive, entropy_bits, histogram, huffman, joint, range};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -881,7 +881,7 @@ fn generate_exps(shape: &Exps, n: usize, seed: u64) -> Vec<u8> {
             while data.len() < n {
                 let run = 1 + rng.below(*max_run as u64) as usize;
                 let s = perm[rng.below(*k as u64) as usize];
-                data.extend(std::iter::repeat(s).take(run.min(n - data.len())));
+                data.extend(std::iter::repeat_n(s, run.min(n - data.len())));
             }
             data
         }
@@ -932,7 +932,7 @@ fn generate_mans(shape: &Mans, exps: &[u8], seed: u64) -> Vec<u8> {
             while data.len() < n {
                 let run = 1 + rng.below(*max_run as u64) as usize;
                 let x = VALUES[rng.below(8) as usize];
-                data.extend(std::iter::repeat(x).take(run.min(n - data.len())));
+                data.extend(std::iter::repeat_n(x, run.min(n - data.len())));
             }
             data
         }
@@ -984,22 +984,22 @@ fn context_roundtrip(mans: &[u8], exps: &[u8]) -> Vec<u8> {
     payload
 }
 
-/// Round trip of [`adaptive::encode_joint`] and [`adaptive::encode_raw6`] through
+/// Round trip of [`adaptive::encode_joint`] and [`joint::encode_raw6`] through
 /// [`adaptive::decode_joint`], when the planes have 2 ..= 256 joint symbols (else the encoder
 /// must refuse them, appending nothing).
 fn joint_roundtrip(exps: &[u8], mans: &[u8]) {
     let n = exps.len();
     let mut j = vec![0x11u8; 3];
     let coded = adaptive::encode_joint(exps, mans, &mut j);
-    let alphabet = adaptive::joint_used(exps, mans);
+    let alphabet = joint::Alphabet::of(exps, mans);
     assert_eq!(coded, alphabet.is_some(), "joint coder's verdict (n={n})");
     if !coded {
         assert_eq!(j, [0x11; 3], "joint coder appended to a refused plane");
         return;
     }
     let mut r = vec![0x22u8; 2];
-    adaptive::encode_raw6(mans, &mut r);
-    assert_eq!(r.len(), 2 + adaptive::raw6_len(n));
+    joint::encode_raw6(mans, &mut r);
+    assert_eq!(r.len(), 2 + joint::raw6_len(n));
     let (mut de, mut dm) = (vec![0x77u8; n], vec![0xE8u8; n]);
     adaptive::decode_joint(&j[3..], &r[2..], &mut de, &mut dm).expect("decode_joint");
     assert!(de == exps, "joint exponents differ (n={n})");
@@ -1232,7 +1232,7 @@ fn valid_joint(exps: &Exps, mans: &Mans, n: usize, seed: u64) -> (Vec<u8>, Vec<u
     let m = generate_mans(mans, &e, seed);
     let (mut j, mut r) = (Vec::new(), Vec::new());
     if adaptive::encode_joint(&e, &m, &mut j) {
-        adaptive::encode_raw6(&m, &mut r);
+        joint::encode_raw6(&m, &mut r);
     }
     (j, r)
 }
@@ -1248,7 +1248,7 @@ proptest! {
     ) {
         decoders_agree(&e, &m, n);
         joint_survives(&e, &m, n);
-        let raw = adaptive::raw6_len(n).min(m.len());
+        let raw = joint::raw6_len(n).min(m.len());
         joint_survives(&e, &m[..raw], n);
     }
 
@@ -1272,8 +1272,8 @@ proptest! {
         let first = split.index(tail.len() + 1);
         j.extend_from_slice(&(first as u32).to_le_bytes());
         j.extend_from_slice(&tail);
-        let r: Vec<u8> = tail.iter().cycle().take(adaptive::raw6_len(n)).copied().collect();
-        if r.len() == adaptive::raw6_len(n) {
+        let r: Vec<u8> = tail.iter().cycle().take(joint::raw6_len(n)).copied().collect();
+        if r.len() == joint::raw6_len(n) {
             joint_survives(&j, &r, n);
         }
     }
@@ -1698,7 +1698,7 @@ fn assert_matches_reference(exps: &[u8], mans: &[u8]) {
         mans.len()
     );
     let mut r = Vec::new();
-    adaptive::encode_raw6(mans, &mut r);
+    joint::encode_raw6(mans, &mut r);
     assert!(r == ref_raw6(mans), "raw6 payload differs from FORMAT.md");
 }
 

@@ -574,7 +574,7 @@ impl Mutation {
         [
             Mutation::Flip(0),
             Mutation::Flip((pos % 7 + 1) as u8),
-            Mutation::Set(if pos % 2 == 0 { 0x00 } else { 0xFF }),
+            Mutation::Set(if pos.is_multiple_of(2) { 0x00 } else { 0xFF }),
             Mutation::Xor(0x5A),
         ]
     }

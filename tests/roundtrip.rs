@@ -47,7 +47,7 @@ struct Trickle<'a> {
 impl Read for Trickle<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.calls += 1;
-        if self.calls % 5 == 0 {
+        if self.calls.is_multiple_of(5) {
             return Err(io::Error::new(io::ErrorKind::Interrupted, "try again"));
         }
         let n = buf.len().min(self.chunk).min(self.data.len());
@@ -634,7 +634,7 @@ fn typical_values(rng: &mut Rng, dtype: &str, n: usize) -> Vec<u8> {
             "I32" | "U32" => out.extend_from_slice(&((r % 1000) as u32).to_le_bytes()),
             "I16" | "U16" => out.extend_from_slice(&((r % 300) as u16).to_le_bytes()),
             "I8" | "U8" => out.push((r % 12) as u8),
-            "BOOL" => out.push((r % 10 == 0) as u8),
+            "BOOL" => out.push(r.is_multiple_of(10) as u8),
             _ => unreachable!("{dtype}"),
         }
     }

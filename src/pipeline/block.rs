@@ -1,7 +1,7 @@
 //! Coding of one block: split into planes, code each plane (two planes concurrently), frame.
 
 use crate::container::{checksum, BlockRecord, Codec, Mode, PlaneEntry};
-use crate::entropy::{adaptive, entropy_bits, histogram, huffman, range, single_symbol};
+use crate::entropy::{adaptive, entropy_bits, histogram, huffman, joint, range, single_symbol};
 use crate::error::CodecError;
 use crate::split::{self, Transform, MAX_PLANES};
 use rayon::prelude::*;
@@ -11,6 +11,8 @@ use rayon::prelude::*;
 pub struct Scratch {
     planes: [Vec<u8>; MAX_PLANES],
     coded: [Vec<u8>; MAX_PLANES],
+    /// Joint keys, for FAST's `huffjoint` codec.
+    keys: Vec<u8>,
 }
 
 /// Bits per byte above which FAST leaves a plane after the first raw: Huffman would gain too
@@ -20,18 +22,23 @@ const FAST_RAW_BITS: f64 = 7.5;
 /// The same for BEST, which spends time on any gain above ~0.4%.
 const BEST_RAW_BITS: f64 = 7.97;
 
-/// Whether a plane other than the first is worth entropy coding in `mode`, judged by the
-/// order-0 entropy of every 8th byte (cheap next to coding, and close enough to decide).
-fn worth_coding(data: &[u8], mode: Mode) -> bool {
+/// Order-0 entropy of every 8th byte of `data`: cheap next to coding, and close enough to
+/// decide how to code it.
+fn sampled_entropy(data: &[u8]) -> f64 {
     let mut h = [0u32; 256];
     for &b in data.iter().step_by(8) {
         h[b as usize] += 1;
     }
+    entropy_bits(&h)
+}
+
+/// Whether a plane other than the first is worth entropy coding in `mode`.
+fn worth_coding(data: &[u8], mode: Mode) -> bool {
     let limit = match mode {
         Mode::Fast => FAST_RAW_BITS,
         Mode::Best => BEST_RAW_BITS,
     };
-    entropy_bits(&h) < limit
+    sampled_entropy(data) < limit
 }
 
 /// Codes one plane into `coded` (left empty when the plane is best stored as is).
@@ -130,7 +137,7 @@ fn code_joint(p: [&[u8]; 2], c0: &mut Vec<u8>, c1: &mut Vec<u8>) -> Option<(Code
     let (joint, estimate) = rayon::join(
         || adaptive::encode_joint(p[0], p[1], c0),
         || {
-            adaptive::encode_raw6(p[1], c1);
+            joint::encode_raw6(p[1], c1);
             let bits = entropy_bits(&histogram(p[0])) + entropy_bits(&histogram(p[1]));
             bits * n as f64 / 8.0
         },
@@ -138,6 +145,43 @@ fn code_joint(p: [&[u8]; 2], c0: &mut Vec<u8>, c1: &mut Vec<u8>) -> Option<(Code
     let total = c0.len() + c1.len();
     (joint && total < 2 * n && (total as f64) < estimate * 1.01 + 600.0)
         .then_some((Codec::Joint, Codec::Raw6))
+}
+
+/// FAST: an `exp16` block as a huffjoint/raw6 pair, coded from the block's words (`None`,
+/// leaving the buffers to be overwritten, when the pair does not apply or is not estimated
+/// smaller than the planes coded apart).
+///
+/// Both estimates come from one count of the joint symbols: the keys' entropy plus 6 raw
+/// bits, against the exponents' entropy plus plane 1 as FAST would code it on its own.
+fn code_huffjoint(raw: &[u8], coded: &mut [Vec<u8>], keys: &mut Vec<u8>) -> Option<[Codec; 2]> {
+    let [c0, c1, ..] = coded else {
+        unreachable!("a block has room for two planes")
+    };
+    c0.clear();
+    c1.clear();
+    let census = joint::Census::of16(raw);
+    let alphabet = census.alphabet()?;
+    let hist = census.keys(&alphabet);
+    let mut sm = [0u32; 256];
+    for c in raw.chunks_exact(2).step_by(8) {
+        sm[((c[1] & 0x80) | (c[0] & 0x7F)) as usize] += 1;
+    }
+    let plane1 = match entropy_bits(&sm) {
+        h if h < FAST_RAW_BITS => h,
+        _ => 8.0,
+    };
+    let apart = entropy_bits(&census.exponents()) + plane1;
+    let together = entropy_bits(&hist) + 6.0;
+    let n = raw.len() / 2;
+    // The alphabet and the Huffman tables cost up to a few hundred bytes.
+    if together * n as f64 / 8.0 + 400.0 >= apart * n as f64 / 8.0 {
+        return None;
+    }
+    rayon::join(
+        || joint::encode_huffman16(&alphabet, &hist, raw, keys, c0),
+        || joint::encode_raw16(raw, c1),
+    );
+    (c0.len() + c1.len() < 2 * n).then_some([Codec::HuffJoint, Codec::Raw6])
 }
 
 /// Codes a plane after the first, on its own: entropy-coded where [`worth_coding`] says so.
@@ -178,10 +222,20 @@ pub fn encode_block(
 ) {
     let transform = split::refine(transform, raw, mode == Mode::Best);
     let n = transform.planes();
-    let Scratch { planes, coded } = s;
+    let Scratch {
+        planes,
+        coded,
+        keys,
+    } = s;
     let mut codecs = [Codec::Stored; MAX_PLANES];
+    let huffjoint = mode == Mode::Fast && transform == Transform::Exp16;
     if n == 1 {
         codecs[0] = code_plane(raw, true, mode, &mut coded[0]);
+    } else if let Some(pair) = huffjoint
+        .then(|| code_huffjoint(raw, coded, keys))
+        .flatten()
+    {
+        codecs[..2].copy_from_slice(&pair);
     } else {
         transform.split(raw, planes);
         let (head, tail) = coded[..n].split_at_mut(2);
@@ -236,7 +290,7 @@ fn decode_plane(entry: &PlaneEntry, payload: &[u8], out: &mut [u8]) -> Result<()
         Codec::Range => range::decode(payload, out)?,
         Codec::Adaptive => adaptive::decode(payload, out)?,
         Codec::Context => return Err(CodecError("context plane without its exponent plane")),
-        Codec::Joint | Codec::Raw6 => return Err(UNPAIRED),
+        Codec::Joint | Codec::HuffJoint | Codec::Raw6 => return Err(UNPAIRED),
     }
     Ok(())
 }
@@ -276,7 +330,7 @@ fn decode_head<'a>(
             adaptive::decode_joint(parts[0], parts[1], a, b)?;
             return Ok([s0, s1]);
         }
-        (Codec::Joint, _) | (_, Codec::Raw6) => return Err(UNPAIRED),
+        (Codec::Joint | Codec::HuffJoint, _) | (_, Codec::Raw6) => return Err(UNPAIRED),
         _ => {}
     }
     if e[1].codec != Codec::Context {
@@ -321,8 +375,13 @@ pub fn decode_block(
         rest = tail;
     }
     let plane_len = record.transform.plane_len(out.len());
+    let fused = record.transform == Transform::Exp16
+        && record.planes[0].codec == Codec::HuffJoint
+        && record.planes[1].codec == Codec::Raw6;
     if n == 1 {
         decode_plane(&record.planes[0], parts[0], out)?;
+    } else if fused {
+        joint::decode_huffman16(parts[0], parts[1], &mut s.keys, out)?;
     } else {
         let e = &record.planes;
         let [s0, s1, tail @ ..] = &mut s.planes;

@@ -1,9 +1,9 @@
 //! Decoding: read records in order, decode batches of blocks in parallel, check everything.
 
-use super::block::{decode_block, Scratch};
+use super::block::decode_block;
 use super::digest::DigestWorker;
 use super::pool::Pool;
-use super::{ordered, pools, window};
+use super::{ordered, pools, window, Pools};
 use crate::container::{
     checksum::hex, read_exact_or, read_up_to, BlockRecord, FileHeader, Footer, IndexEntry,
 };
@@ -100,12 +100,11 @@ pub(crate) type Block = (u64, BlockRecord, Vec<u8>);
 /// Decodes one block into a pooled buffer, returning the payload's buffer to the pool.
 pub(crate) fn decode_one(
     (n, rec, payload): Block,
-    buffers: &Pool<Vec<u8>>,
-    scratch: &Pool<Scratch>,
+    pools: &Pools,
 ) -> Result<(BlockRecord, Vec<u8>)> {
-    let mut out = buffers.buffer(rec.raw_len as usize);
-    let decoded = decode_block(&rec, &payload, &mut out, &mut scratch.guard());
-    buffers.give(payload);
+    let mut out = pools.blocks.buffer(rec.raw_len as usize);
+    let decoded = decode_block(&rec, &payload, &mut out, &mut pools.scratch.guard());
+    pools.coded.give(payload);
     decoded.map_err(|e| e.in_block(n))?;
     Ok((rec, out))
 }
@@ -123,8 +122,8 @@ pub fn decode<R: Read + Send, W: Write + Send>(
     };
     let header = FileHeader::read(&mut r, opts.archive_len)?;
     output.write_all(&header.prefix)?;
-    let (buffers, scratch) = pools();
-    let digest = DigestWorker::start(opts.check_md5, &header.prefix, &buffers)?;
+    let pools = pools();
+    let digest = DigestWorker::start(opts.check_md5, &header.prefix, &pools.blocks)?;
     let mut reader = BlockReader {
         index: Vec::new(),
         raw_pos: header.prefix.len() as u64,
@@ -135,14 +134,14 @@ pub fn decode<R: Read + Send, W: Write + Send>(
     let mut decoded_to = r.pos;
     ordered(
         window(),
-        &mut || reader.read(&mut r, &buffers),
-        &|block| decode_one(block, &buffers, &scratch),
+        &mut || reader.read(&mut r, &pools.coded),
+        &|block| decode_one(block, &pools),
         &mut |decoded| {
             let (rec, out) = decoded?;
             output.write_all(&out)?;
             match &digest {
                 Some(d) => d.push(Arc::new(out)),
-                None => buffers.give(out),
+                None => pools.blocks.give(out),
             }
             decoded_to += rec.stored_len();
             progress(decoded_to);

@@ -4,7 +4,7 @@ use super::block::encode_block;
 use super::digest::DigestWorker;
 use super::plan::Planner;
 use super::pool::Pool;
-use super::{ordered, pools, window};
+use super::{ordered, pools, window, Pools};
 use crate::container::{
     check_block_size, read_up_to, FileHeader, Footer, IndexEntry, Kind, Mode, DEFAULT_BLOCK_SIZE,
 };
@@ -153,7 +153,7 @@ impl ArchiveWriter {
         output: &mut W,
         raw: Arc<Vec<u8>>,
         block: Vec<u8>,
-        buffers: &Pool<Vec<u8>>,
+        pools: &Pools,
     ) -> Result<()> {
         output.write_all(&block)?;
         self.index.push(IndexEntry {
@@ -164,8 +164,8 @@ impl ArchiveWriter {
         });
         self.archive_len += block.len() as u64;
         self.raw_pos += raw.len() as u64;
-        buffers.give(block);
-        buffers.give_shared(raw);
+        pools.coded.give(block);
+        pools.blocks.give_shared(raw);
         Ok(())
     }
 }
@@ -195,8 +195,8 @@ pub fn encode<R: Read + Send, W: Write + Send>(
         md5: opts.md5,
     };
     file_header.write(&mut output)?;
-    let (buffers, scratch) = pools();
-    let digest = DigestWorker::start(opts.md5, &file_header.prefix, &buffers)?;
+    let pools = pools();
+    let digest = DigestWorker::start(opts.md5, &file_header.prefix, &pools.blocks)?;
     let mut source = std::io::Cursor::new(pending).chain(input);
     let mut reader = InputReader {
         planner: Planner::new(
@@ -216,7 +216,7 @@ pub fn encode<R: Read + Send, W: Write + Send>(
         window(),
         &mut || {
             // The MD5 thread hashes each block as soon as it is read, off the coding path.
-            let block = reader.read(&mut source, &buffers)?;
+            let block = reader.read(&mut source, &pools.blocks)?;
             Ok(block.map(|(t, raw)| {
                 let raw = Arc::new(raw);
                 if let Some(d) = &digest {
@@ -226,12 +226,12 @@ pub fn encode<R: Read + Send, W: Write + Send>(
             }))
         },
         &|(t, raw): RawBlock| {
-            let mut out = buffers.take();
-            encode_block(&raw, t, mode, &mut scratch.guard(), &mut out);
+            let mut out = pools.coded.take();
+            encode_block(&raw, t, mode, &mut pools.scratch.guard(), &mut out);
             (raw, out)
         },
         &mut |(raw, block)| {
-            writer.write(&mut output, raw, block, &buffers)?;
+            writer.write(&mut output, raw, block, &pools)?;
             progress(writer.raw_pos);
             Ok(())
         },

@@ -19,13 +19,26 @@ pub(crate) fn window() -> usize {
     rayon::current_num_threads() * 2 + 2
 }
 
-/// The buffer and scratch pools of one pipeline run: room for every block in flight, its coded
-/// form, and one scratch per worker.
-pub(crate) fn pools() -> (pool::Pool<Vec<u8>>, pool::Pool<block::Scratch>) {
-    (
-        pool::Pool::new(window() * 2 + 2),
-        pool::Pool::new(rayon::current_num_threads() + 1),
-    )
+/// The pools of one pipeline run.
+///
+/// Blocks and their coded forms differ in size, so each kind has a pool of its own: a coded
+/// buffer reused for a block would be grown, and the growth zeroed, block after block.
+pub(crate) struct Pools {
+    /// Buffers of original block bytes.
+    pub(crate) blocks: pool::Pool<Vec<u8>>,
+    /// Buffers of coded blocks (record and payloads, or payloads alone).
+    pub(crate) coded: pool::Pool<Vec<u8>>,
+    /// One scratch per worker.
+    pub(crate) scratch: pool::Pool<block::Scratch>,
+}
+
+/// The pools of one pipeline run, with room for every block in flight.
+pub(crate) fn pools() -> Pools {
+    Pools {
+        blocks: pool::Pool::new(window() + 2),
+        coded: pool::Pool::new(window() + 2),
+        scratch: pool::Pool::new(rayon::current_num_threads() + 1),
+    }
 }
 
 /// A coded unit, or the panic of the worker that coded it (re-raised on the calling thread).

@@ -55,7 +55,7 @@ pub fn safetensors(tensors: &[(&str, &str, Vec<u64>, Vec<u8>)], gap: usize, meta
             payload.len() + bytes.len()
         ));
         payload.extend_from_slice(bytes);
-        payload.extend(std::iter::repeat(0xA5).take(gap));
+        payload.extend(std::iter::repeat_n(0xA5, gap));
     }
     json.push('}');
     while json.len() % 8 != 0 {
