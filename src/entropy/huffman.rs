@@ -23,6 +23,11 @@ pub const MAX_BITS: u32 = 12;
 const TABLE_LEN: usize = 1 << MAX_BITS;
 /// Number of interleaved bit streams per plane.
 pub const STREAMS: usize = 4;
+/// Per-stream code tables are used only when they save more than 1/this of a plane's bits:
+/// building three more decode tables costs a 1 MiB block's decoder several percent of its time
+/// (always taking them where they save anything: 8% more decode instructions on MiniLM BF16 for
+/// 0.015% of the file; 1/64 instead cost LSTM weights, whose statistics drift, 0.2%).
+const OWN_TABLES_GAIN: u64 = 256;
 
 /// Optimal code lengths for `hist` with no code longer than `limit` bits (package-merge);
 /// unused symbols get length 0. `limit` must allow every used symbol (`2^limit >= count`).
@@ -197,9 +202,12 @@ pub fn encode(data: &[u8], hist: &[u32; 256], out: &mut Vec<u8>) {
     let own_cost: u64 = (0..STREAMS)
         .map(|k| coded_bits(&quarters[k], &own[k]) + 8 * lengths_size(&own[k]) as u64)
         .sum();
-    // An empty quarter (tiny planes) has no code of its own to write.
+    // An empty quarter (tiny planes) has no code of its own to write. Each table costs the
+    // decoder about as much time as decoding tens of thousands of symbols, so four tables must
+    // save more than 1/OWN_TABLES_GAIN of the plane's bits.
     let all_used = ranges.iter().all(|(a, b)| a < b);
-    let tables: &[[u8; 256]] = if all_used && own_cost < shared_cost {
+    let own_pays = own_cost + shared_cost / OWN_TABLES_GAIN < shared_cost;
+    let tables: &[[u8; 256]] = if all_used && own_pays {
         &own
     } else {
         std::slice::from_ref(&shared)
@@ -452,23 +460,24 @@ impl<'a> Lane<'a> {
         self.buf = (read_word(self.data, self.byte) | MARKER) >> (consumed % 8);
     }
 
-    /// The table entry for the next bits, escapes resolved.
+    /// The entry of `table` (this lane's) for the next bits, escapes resolved.
     #[inline(always)]
-    fn entry(&self) -> u32 {
-        let e = self.table[(self.buf & LOOKUP_MASK) as usize];
+    fn entry(&self, table: &Table) -> u32 {
+        let e = table[(self.buf & LOOKUP_MASK) as usize];
         if e >> COUNT_SHIFT == 0 {
             return escape(e, self.buf);
         }
         e
     }
 
-    /// Decodes the next table entry's symbols into `out[at..at + 4]` and advances past them.
+    /// Decodes the next entry of `table` (this lane's) into `out[at..at + 4]` and advances
+    /// past its symbols.
     ///
     /// # Safety
     /// `out` must be valid for writes at `at..at + 4`.
     #[inline(always)]
-    unsafe fn lookup(&mut self, out: *mut u8) {
-        let e = self.entry();
+    unsafe fn lookup(&mut self, table: &Table, out: *mut u8) {
+        let e = self.entry(table);
         out.add(self.at)
             .cast::<[u8; 4]>()
             .write_unaligned(e.to_le_bytes());
@@ -479,7 +488,7 @@ impl<'a> Lane<'a> {
     /// Decodes one symbol; for the last few of a stream, where a whole entry may not fit.
     fn decode_one(&mut self, out: &mut [u8]) {
         self.refill();
-        let e = self.entry();
+        let e = self.entry(self.table);
         let s = e as u8;
         let len = if e >> COUNT_SHIFT == 1 {
             (e >> LEN_SHIFT) & 63
@@ -500,9 +509,13 @@ impl<'a> Lane<'a> {
 }
 
 /// Decodes the first `N` lanes, interleaved, until one has too little output room left for a
-/// whole round of unconditional stores.
+/// whole round of unconditional stores. `table` gives each lane's table.
 #[inline(always)]
-fn run<const N: usize>(lanes: &mut [Lane], out: &mut [u8]) {
+fn run<'t, const N: usize>(
+    lanes: &mut [Lane<'t>],
+    out: &mut [u8],
+    table: impl Fn(&Lane<'t>) -> &'t Table,
+) {
     let Some(chunk) = lanes.first_chunk_mut::<N>() else {
         return;
     };
@@ -524,7 +537,7 @@ fn run<const N: usize>(lanes: &mut [Lane], out: &mut [u8]) {
                     // SAFETY: every lane has `end <= out.len()` and at least `room` bytes left at
                     // the start of this batch; round j starts at most `j * ROUND_ADVANCE` past
                     // that and writes below `j * ROUND_ADVANCE + ROUND_REACH <= room`.
-                    unsafe { lane.lookup(ptr) };
+                    unsafe { lane.lookup(table(lane), ptr) };
                 }
             }
         }
@@ -535,15 +548,32 @@ fn run<const N: usize>(lanes: &mut [Lane], out: &mut [u8]) {
 /// Decodes all but the last few symbols of each lane.
 #[inline(always)]
 fn bulk(lanes: &mut [Lane; STREAMS], out: &mut [u8]) {
+    // One table for all lanes (the common case) is one pointer in a register instead of four
+    // competing for them: the four-lane loop otherwise reloads table pointers from the stack.
+    let first = lanes[0].table;
+    if lanes.iter().all(|l| std::ptr::eq(l.table, first)) {
+        bulk_with(lanes, out, |_| first);
+    } else {
+        bulk_with(lanes, out, |l| l.table);
+    }
+}
+
+/// [`bulk`] with `table` giving each lane's table.
+#[inline(always)]
+fn bulk_with<'t>(
+    lanes: &mut [Lane<'t>; STREAMS],
+    out: &mut [u8],
+    table: impl Fn(&Lane<'t>) -> &'t Table + Copy,
+) {
     // Streams finish the interleaved loop at different times (their codes differ in length);
     // the ones with the most left go on together.
-    run::<4>(lanes, out);
+    run::<4>(lanes, out, table);
     lanes.sort_unstable_by_key(|l| std::cmp::Reverse(l.room()));
-    run::<3>(lanes, out);
+    run::<3>(lanes, out, table);
     lanes[..3].sort_unstable_by_key(|l| std::cmp::Reverse(l.room()));
-    run::<2>(lanes, out);
+    run::<2>(lanes, out, table);
     lanes[..2].sort_unstable_by_key(|l| std::cmp::Reverse(l.room()));
-    run::<1>(lanes, out);
+    run::<1>(lanes, out, table);
 }
 
 /// [`bulk`] compiled for one-uop variable shifts (BMI2) and leading-zero counts (LZCNT).
