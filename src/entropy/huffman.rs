@@ -12,7 +12,8 @@
 //! Bits are written LSB first, so the decoder peeks with a mask and consumes with a shift; the
 //! four independent streams let the decode loop overlap four dependency chains. A table per
 //! stream lets the code follow the statistics of each quarter of a block (weights drift across
-//! a tensor) at the price of a few bytes, and the encoder only pays it when it wins.
+//! a tensor) at the price of a few bytes and of building more decode tables, and the encoder only
+//! pays it when it saves more than 1/256 of the plane.
 
 use crate::entropy::histogram;
 use crate::error::CodecError;
@@ -179,7 +180,14 @@ fn quarter(n: usize) -> usize {
 }
 
 /// Huffman-codes `data` (whose histogram is `hist`), appending the plane payload to `out`.
+///
+/// # Panics
+/// If `hist` is not the histogram of `data` (the streams are sized from it).
 pub fn encode(data: &[u8], hist: &[u32; 256], out: &mut Vec<u8>) {
+    debug_assert!(
+        *hist == histogram(data),
+        "hist is not the histogram of data"
+    );
     let q = quarter(data.len());
     let ranges: [(usize, usize); STREAMS] =
         std::array::from_fn(|k| ((k * q).min(data.len()), ((k + 1) * q).min(data.len())));

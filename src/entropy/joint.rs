@@ -52,11 +52,6 @@ impl Alphabet {
             .then_some(Alphabet { used })
     }
 
-    /// The symbols used, ascending.
-    pub fn symbols(&self) -> &[u16] {
-        &self.used
-    }
-
     /// Number of symbols used.
     pub fn len(&self) -> usize {
         self.used.len()
@@ -183,9 +178,10 @@ pub(crate) fn unpack_raw(raw: &[u8], out: &mut [u8]) {
     tail.copy_from_slice(&fields[..tail.len()]);
 }
 
-/// Appends the raw fields of `plane` (see [`raw_bits`]), 6 bits per element from the least
-/// significant bit up: `ceil(6 * plane.len() / 8)` bytes, the inverse of [`unpack_raw`].
-fn pack_raw(plane: &[u8], out: &mut Vec<u8>) {
+/// The raw6 payload (plane 1) of a sign/mantissa plane, as the joint codecs and the context
+/// codec store it: the raw fields of `plane` (see [`raw_bits`]), 6 bits per element from the
+/// least significant bit up, `ceil(6 * plane.len() / 8)` bytes; the inverse of [`unpack_raw`].
+pub fn encode_raw6(plane: &[u8], out: &mut Vec<u8>) {
     let start = out.len();
     out.resize(start + raw6_len(plane.len()), 0);
     let dst = &mut out[start..];
@@ -206,12 +202,6 @@ fn pack_raw(plane: &[u8], out: &mut Vec<u8>) {
     }
     let n = dst_tail.len();
     dst_tail.copy_from_slice(&w.to_le_bytes()[..n]);
-}
-
-/// The raw payload (plane 1) that goes with a joint payload: the sign and bits 4..0 of every
-/// sign/mantissa byte, 6 bits each, `ceil(6n/8)` bytes.
-pub fn encode_raw6(mans: &[u8], out: &mut Vec<u8>) {
-    pack_raw(mans, out);
 }
 
 /// Length of the raw payload of `n` sign/mantissa bytes.
@@ -342,6 +332,7 @@ pub fn encode_raw16(raw: &[u8], out: &mut Vec<u8>) {
 }
 
 /// The masks of the raw fields in four 16-bit lanes: the sign and bits 4..0 of each.
+#[cfg(target_arch = "x86_64")]
 const RAW16_MASK: u64 = 0x801F_801F_801F_801F;
 
 /// Packs the raw fields of 4-word `groups` into 3 bytes each of `dst`; returns the groups done.
@@ -408,21 +399,16 @@ pub fn decode_huffman16(
         *b = ((s >> 2) << 7 | (s & 3) << 5) as u32;
     }
     let done = expand16_detect(&base, keys, raw, out);
-    // The rest, fewer than 32 elements, through the byte planes.
-    let rest = n - done;
-    let (mut e, mut m) = ([0u8; 32], [0u8; 32]);
-    e[..rest].copy_from_slice(&keys[done..]);
-    let (te, tm) = alphabet.expansion();
-    expand(
-        &te,
-        &tm,
-        &raw[done / 4 * 3..],
-        &mut e[..rest],
-        &mut m[..rest],
-    );
-    for ((o, &e), &m) in out[2 * done..].chunks_exact_mut(2).zip(&e).zip(&m) {
-        let w = (m as u16 & 0x80) << 8 | (e as u16) << 7 | (m as u16 & 0x7F);
-        o.copy_from_slice(&w.to_le_bytes());
+    // The rest, fewer than 32 elements: whole groups of 4, then the last 0..3.
+    let mut fields = raw[done / 4 * 3..].chunks(3).flat_map(|b| {
+        let mut g = [0u8; 3];
+        g[..b.len()].copy_from_slice(b);
+        spread4(&g).to_le_bytes()
+    });
+    for (o, &k) in out[2 * done..].chunks_exact_mut(2).zip(&keys[done..]) {
+        let f = fields.next().unwrap_or(0) as u32;
+        let w = base[k as usize] | (f & 0x80) << 8 | (f & 0x1F);
+        o.copy_from_slice(&(w as u16).to_le_bytes());
     }
     Ok(())
 }
@@ -541,20 +527,14 @@ unsafe fn expand16_avx2(base: &[u32; 256], keys: &[u8], raw: &[u8], out: &mut [u
     steps * 16
 }
 
-/// [`expand16`] as compiled for this CPU, after [`expand16_avx2`] where there is AVX2.
+/// [`expand16_avx2`] where the CPU has AVX2, else [`expand16`] as compiled for this CPU. Either
+/// leaves fewer than 32 elements: AVX2 at most 15 past its last step, or the 4..20 whose raw
+/// bytes it cannot read 16 at a time.
 fn expand16_detect(base: &[u32; 256], keys: &[u8], raw: &[u8], out: &mut [u8]) -> usize {
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("bmi2") {
-        // SAFETY: the CPU has the features both functions are compiled for.
-        return unsafe {
-            let done = expand16_avx2(base, keys, raw, out);
-            done + expand16_bmi2(
-                base,
-                &keys[done..],
-                &raw[done / 4 * 3..],
-                &mut out[2 * done..],
-            )
-        };
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has the feature `expand16_avx2` is compiled for.
+        return unsafe { expand16_avx2(base, keys, raw, out) };
     }
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("bmi2") {

@@ -22,23 +22,18 @@ const FAST_RAW_BITS: f64 = 7.5;
 /// The same for BEST, which spends time on any gain above ~0.4%.
 const BEST_RAW_BITS: f64 = 7.97;
 
-/// Order-0 entropy of every 8th byte of `data`: cheap next to coding, and close enough to
-/// decide how to code it.
-fn sampled_entropy(data: &[u8]) -> f64 {
+/// Whether a plane other than the first is worth entropy coding in `mode`, judged by the
+/// order-0 entropy of every 8th byte (cheap next to coding, and close enough to decide).
+fn worth_coding(data: &[u8], mode: Mode) -> bool {
     let mut h = [0u32; 256];
     for &b in data.iter().step_by(8) {
         h[b as usize] += 1;
     }
-    entropy_bits(&h)
-}
-
-/// Whether a plane other than the first is worth entropy coding in `mode`.
-fn worth_coding(data: &[u8], mode: Mode) -> bool {
     let limit = match mode {
         Mode::Fast => FAST_RAW_BITS,
         Mode::Best => BEST_RAW_BITS,
     };
-    sampled_entropy(data) < limit
+    entropy_bits(&h) < limit
 }
 
 /// Codes one plane into `coded` (left empty when the plane is best stored as is).
@@ -173,8 +168,10 @@ fn code_huffjoint(raw: &[u8], coded: &mut [Vec<u8>], keys: &mut Vec<u8>) -> Opti
     let apart = entropy_bits(&census.exponents()) + plane1;
     let together = entropy_bits(&hist) + 6.0;
     let n = raw.len() / 2;
-    // The alphabet and the Huffman tables cost up to a few hundred bytes.
-    if together * n as f64 / 8.0 + 400.0 >= apart * n as f64 / 8.0 {
+    // What the pair adds: the alphabet (32 bytes and a nibble per exponent) and a longer code
+    // table (a nibble per key where the exponents' table has one per exponent).
+    let extra = 40.0 + alphabet.len() as f64;
+    if together * n as f64 / 8.0 + extra >= apart * n as f64 / 8.0 {
         return None;
     }
     rayon::join(

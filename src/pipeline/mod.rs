@@ -32,10 +32,11 @@ pub(crate) struct Pools {
     pub(crate) scratch: pool::Pool<block::Scratch>,
 }
 
-/// The pools of one pipeline run, with room for every block in flight.
+/// The pools of one pipeline run, with room for every block in flight (blocks: also those
+/// queued for the MD5 thread).
 pub(crate) fn pools() -> Pools {
     Pools {
-        blocks: pool::Pool::new(window() + 2),
+        blocks: pool::Pool::new(window() * 2 + 2),
         coded: pool::Pool::new(window() + 2),
         scratch: pool::Pool::new(rayon::current_num_threads() + 1),
     }
