@@ -4,17 +4,19 @@
 //! is not, falling back to the committed `testdata/sample.safetensors` excerpt). The planes are
 //! the exponent and sign/mantissa planes (exp16 split) of the first 1 MiB of the largest BF16
 //! tensor, as the pipeline sees them: FAST codes the exponent with Huffman, BEST codes it with
-//! the adaptive model and the sign/mantissa plane with the exponent-context model.
+//! the adaptive model and the sign/mantissa plane with the exponent-context model. FAST's
+//! huffjoint codec is measured on the same block's BF16 words, from words to payloads and back
+//! (its decoder writes the words, so the MB/s count 2 bytes per value).
 //!
 //! Run: `cargo bench --bench coders`
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use sc::entropy::{adaptive, histogram, huffman, range};
+use sc::entropy::{adaptive, histogram, huffman, joint, range};
 use sc::safetensors::{json_len, Header};
 use sc::split::Transform;
 use std::path::Path;
 
-fn planes() -> (Vec<u8>, Vec<u8>) {
+fn planes() -> (Vec<u8>, Vec<u8>, Vec<u8>) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let shared = root.join("../shared/data/all-MiniLM-L6-v2.BF16.safetensors");
     let path = if shared.exists() {
@@ -44,11 +46,11 @@ fn planes() -> (Vec<u8>, Vec<u8>) {
     Transform::Exp16.split(&file[start..start + len], &mut planes);
     let man = planes.pop().unwrap_or_default();
     let exp = planes.pop().unwrap_or_default();
-    (exp, man)
+    (exp, man, file[start..start + len].to_vec())
 }
 
 fn bench(c: &mut Criterion) {
-    let (exp, man) = planes();
+    let (exp, man, words) = planes();
     let n = exp.len() as u64;
     let bits = |len: usize| 8.0 * len as f64 / n as f64;
 
@@ -66,6 +68,37 @@ fn bench(c: &mut Criterion) {
     });
     let mut out = vec![0u8; exp.len()];
     g.bench_function("decode", |b| b.iter(|| huffman::decode(&coded, &mut out)));
+    g.finish();
+
+    let mut g = c.benchmark_group("fast-huffjoint");
+    g.throughput(Throughput::Bytes(words.len() as u64));
+    let census = joint::Census::of16(&words);
+    let alphabet = census.alphabet().expect("a BF16 block of trained weights");
+    let (mut j, mut r, mut keys) = (Vec::new(), Vec::new(), Vec::new());
+    joint::encode_huffman16(
+        &alphabet,
+        &census.keys(&alphabet),
+        &words,
+        &mut keys,
+        &mut j,
+    );
+    joint::encode_raw16(&words, &mut r);
+    eprintln!("huffjoint: {:.3} bits/value", bits(j.len() + r.len()));
+    g.bench_function("encode", |b| {
+        let (mut oj, mut or) = (Vec::new(), Vec::new());
+        b.iter(|| {
+            oj.clear();
+            or.clear();
+            let census = joint::Census::of16(&words);
+            let a = census.alphabet().expect("alphabet");
+            joint::encode_huffman16(&a, &census.keys(&a), &words, &mut keys, &mut oj);
+            joint::encode_raw16(&words, &mut or);
+        })
+    });
+    let mut out = vec![0u8; words.len()];
+    g.bench_function("decode", |b| {
+        b.iter(|| joint::decode_huffman16(&j, &r, &mut keys, &mut out))
+    });
     g.finish();
 
     let mut g = c.benchmark_group("best-exponent-and-mantissa");
