@@ -5,8 +5,10 @@ Usage: legacy_pt_to_safetensors.py IN.pt STEM [PREFIX]
 Writes STEM.F32.safetensors and STEM.BF16.safetensors (F32 rounded to nearest even).
 Only tensors whose dotted name starts with PREFIX are kept (e.g. 'model_state.'; stripped).
 """
-import pickle, struct, json, collections, sys
+import pickle, struct, collections, sys, os
 import numpy as np
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from st_write import walk, strided, save
 DT = {'FloatStorage': np.float32, 'LongStorage': np.int64, 'HalfStorage': np.float16, 'IntStorage': np.int32,
       'DoubleStorage': np.float64, 'ByteStorage': np.uint8}
 class T:
@@ -38,33 +40,7 @@ for k in keys:
     n = struct.unpack('<q', f.read(8))[0]
     data[k] = np.frombuffer(f.read(n * dt.itemsize), dtype=dt)
 assert f.read() == b'', 'trailing bytes'
-def walk(o, pre=''):
-    if isinstance(o, T): yield pre, o
-    elif isinstance(o, dict):
-        for k, v in o.items(): yield from walk(v, f'{pre}.{k}' if pre else str(k))
 prefix = sys.argv[3] if len(sys.argv) > 3 else ''
-out = {}
-for name, t in walk(obj):
-    if not name.startswith(prefix): continue
-    raw = data[t.st]
-    if t.size:
-        arr = np.lib.stride_tricks.as_strided(raw[t.off:], shape=t.size, strides=[s*raw.itemsize for s in t.stride])
-    else:
-        arr = raw[t.off:t.off+1].reshape(())
-    out[name[len(prefix):]] = np.ascontiguousarray(arr)
-def write(path, conv):
-    hdr, payload = {}, bytearray()
-    for name, a in out.items():
-        dt, b = conv(a)
-        hdr[name] = {'dtype': dt, 'shape': list(a.shape), 'data_offsets': [len(payload), len(payload) + len(b)]}
-        payload += b
-    js = json.dumps(hdr).encode(); js += b' ' * (-len(js) % 8)
-    open(path, 'wb').write(struct.pack('<Q', len(js)) + js + payload)
-def f32(a): return ('F32', a.astype('<f4').tobytes()) if a.dtype == np.float32 else ({np.int64: 'I64', np.int32: 'I32'}[a.dtype.type], a.tobytes())
-def bf16(a):
-    if a.dtype != np.float32: return f32(a)
-    u = a.astype('<f4').view('<u4').astype(np.uint64)
-    return 'BF16', ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype('<u2').tobytes()
-stem = sys.argv[2]
-write(stem + '.F32.safetensors', f32); write(stem + '.BF16.safetensors', bf16)
-print(len(out), 'tensors', collections.Counter(str(a.dtype) for a in out.values()), sum(a.size for a in out.values()), 'elements')
+out = {name[len(prefix):]: strided(data[t.st], t.off, t.size, t.stride)
+       for name, t in walk(obj, lambda o: isinstance(o, T)) if name.startswith(prefix)}
+save(sys.argv[2], out)

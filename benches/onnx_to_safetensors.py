@@ -6,8 +6,10 @@ Writes STEM.F32.safetensors and STEM.BF16.safetensors (F32 rounded to nearest ev
 Tensors are named NODE.ROLE after the first node that consumes them (Conv_0.weight, LSTM_79.W, ...),
 in graph order; non-float initializers (INT64 shape constants) are dropped.
 """
-import sys, json, struct, collections
+import sys, os
 import numpy as np, onnx
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from st_write import save
 from onnx import numpy_helper
 m = onnx.load(sys.argv[1])
 init = {t.name: t for t in m.graph.initializer}
@@ -23,18 +25,4 @@ for k, n in enumerate(m.graph.node):
         name = f"{n.name or n.op_type + '_' + str(k)}.{ROLE.get(n.op_type, {}).get(i, 'in' + str(i))}"
         assert name not in out, name
         out[name] = np.ascontiguousarray(a)
-def write(path, conv):
-    hdr, payload = {}, bytearray()
-    for name, a in out.items():
-        dt, b = conv(a)
-        hdr[name] = {'dtype': dt, 'shape': list(a.shape), 'data_offsets': [len(payload), len(payload) + len(b)]}
-        payload += b
-    js = json.dumps(hdr).encode(); js += b' ' * (-len(js) % 8)
-    open(path, 'wb').write(struct.pack('<Q', len(js)) + js + payload)
-def f32(a): return 'F32', a.astype('<f4').tobytes()
-def bf16(a):
-    u = a.astype('<f4').view('<u4').astype(np.uint64)
-    return 'BF16', ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype('<u2').tobytes()
-stem = sys.argv[2]
-write(stem + '.F32.safetensors', f32); write(stem + '.BF16.safetensors', bf16)
-print(len(out), 'tensors', collections.Counter(str(a.dtype) for a in out.values()), sum(a.size for a in out.values()), 'elements')
+save(sys.argv[2], out)

