@@ -947,20 +947,45 @@ fn synthetic_generic_every_byte() {
 /// plane with the context codec, which this build still decodes but no longer writes.
 const LEGACY_BEST: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/tiny.best-context.sc");
 
-#[test]
-fn legacy_adaptive_context_archive_every_byte() {
+/// The same file as a FAST archive written before the huffjoint codec: its BF16 blocks are a
+/// Huffman-coded exponent plane and a stored sign/mantissa plane.
+const LEGACY_FAST: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/tiny.fast-huffman.sc");
+
+/// Decodes and mutates every byte of a committed archive written by an earlier encoder, after
+/// checking that it has a float block whose planes 0 and 1 use `pair`.
+fn legacy_archive_every_byte(name: &str, path: &str, mode: Mode, pair: [Codec; 2]) {
     let original = std::fs::read(TINY).expect("testdata/tiny.safetensors");
-    let archive = std::fs::read(LEGACY_BEST).expect("testdata/tiny.best-context.sc");
-    let fx = Fixture::from_archive("legacy BEST", original, archive, Mode::Best, 4096);
+    let archive = std::fs::read(path).expect("legacy archive in testdata/");
+    let fx = Fixture::from_archive(name, original, archive, mode, 4096);
     assert!(
-        fx.blocks.iter().any(|b| b.planes.len() >= 2
-            && b.planes[0].0 == Codec::Adaptive
-            && b.planes[1].0 == Codec::Context),
-        "the legacy archive has an adaptive + context block"
+        fx.blocks.iter().any(|b| b.transform.exponent_aligned()
+            && b.planes.len() >= 2
+            && [b.planes[0].0, b.planes[1].0] == pair),
+        "{name}: no float block coded {pair:?}"
     );
     let mut t = exhaustive(&fx);
     truncation_cases(&mut t, &fx);
     t.finish(&fx.name.clone());
+}
+
+#[test]
+fn legacy_adaptive_context_archive_every_byte() {
+    legacy_archive_every_byte(
+        "legacy BEST",
+        LEGACY_BEST,
+        Mode::Best,
+        [Codec::Adaptive, Codec::Context],
+    );
+}
+
+#[test]
+fn legacy_huffman_stored_archive_every_byte() {
+    legacy_archive_every_byte(
+        "legacy FAST",
+        LEGACY_FAST,
+        Mode::Fast,
+        [Codec::Huffman, Codec::Stored],
+    );
 }
 
 #[test]
