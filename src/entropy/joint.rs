@@ -246,6 +246,17 @@ fn words(raw: &[u8]) -> impl Iterator<Item = u16> + '_ {
         .map(|c| u16::from_le_bytes([c[0], c[1]]))
 }
 
+/// Whether every 64th word of the `exp16` block `raw` already uses more than [`MAX_USED`]
+/// joint symbols, so that counting them all would be wasted (F16 data: its exponent plane holds
+/// 3 mantissa bits, and its joint symbols number in the hundreds).
+pub fn sampled_too_many16(raw: &[u8]) -> bool {
+    let mut seen = [false; SYMBOLS];
+    for c in raw.chunks_exact(2).step_by(64) {
+        seen[symbol16(u16::from_le_bytes([c[0], c[1]]))] = true;
+    }
+    seen.iter().filter(|&&s| s).count() > MAX_USED
+}
+
 /// Counts of the joint symbols of an `exp16` block, from which FAST estimates both ways of
 /// coding it before coding either.
 pub struct Census {

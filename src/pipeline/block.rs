@@ -154,6 +154,9 @@ fn code_huffjoint(raw: &[u8], coded: &mut [Vec<u8>], keys: &mut Vec<u8>) -> Opti
     };
     c0.clear();
     c1.clear();
+    if joint::sampled_too_many16(raw) {
+        return None;
+    }
     let census = joint::Census::of16(raw);
     let alphabet = census.alphabet()?;
     let hist = census.keys(&alphabet);
