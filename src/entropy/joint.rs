@@ -653,6 +653,14 @@ mod tests {
         assert!(n - detected < 32);
         assert_eq!(x[..2 * done], raw[..2 * done]);
         assert_eq!(y[..2 * detected], raw[..2 * detected]);
+        // The BMI2 path, which AVX2 machines skip.
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("bmi2") {
+            let mut z = vec![0u8; 2 * n];
+            // SAFETY: the CPU has BMI2.
+            assert_eq!(unsafe { expand16_bmi2(&base, &keys, &r, &mut z) }, done);
+            assert_eq!(z[..2 * done], raw[..2 * done]);
+        }
     }
 
     #[test]
