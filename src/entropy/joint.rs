@@ -81,6 +81,16 @@ impl Alphabet {
         (te, tm)
     }
 
+    /// The BF16 word bits of every key: the exponent at bits 14..7, mantissa bits 6..5 in place
+    /// (the sign and bits 4..0 come from the raw fields).
+    pub(crate) fn bases16(&self) -> [u32; 256] {
+        let mut base = [0u32; 256];
+        for (b, &s) in base.iter_mut().zip(&self.used) {
+            *b = (s as u32) << 5;
+        }
+        base
+    }
+
     /// Appends the alphabet's serialised form.
     pub fn write(&self, out: &mut Vec<u8>) {
         let mut masks = [0u8; 256];
@@ -333,13 +343,14 @@ pub fn encode_raw16(raw: &[u8], out: &mut Vec<u8>) {
     let (groups, tail) = raw.as_chunks::<8>();
     let (dst_groups, _) = dst.as_chunks_mut::<3>();
     let packed = pack16_detect(groups, dst_groups);
-    let mut w = 0u64;
-    for (i, x) in words(tail).enumerate() {
-        w |= ((((x >> 10) & 0x20) | (x & 0x1F)) as u64) << (6 * i);
-    }
+    // The last 0..3 words as a group padded with zero words, whose fields are zero padding.
+    let mut group = [0u8; 8];
+    group[..tail.len()].copy_from_slice(tail);
+    let mut fields = [[0u8; 3]];
+    pack16_portable(&[group], &mut fields);
     let rest = &mut dst[3 * packed..];
     let len = rest.len();
-    rest.copy_from_slice(&w.to_le_bytes()[..len]);
+    rest.copy_from_slice(&fields[0][..len]);
 }
 
 /// The masks of the raw fields in four 16-bit lanes: the sign and bits 4..0 of each.
@@ -404,23 +415,16 @@ pub fn decode_huffman16(
     check_raw6(raw, n)?;
     let (alphabet, coded) = Alphabet::read(payload)?;
     huffman::decode_below(coded, keys, alphabet.len())?;
-    // The 16-bit word of each key: exponent at bits 14..7, mantissa bits 6..5 in place.
-    let mut base = [0u32; 256];
-    for (b, &s) in base.iter_mut().zip(&alphabet.used) {
-        *b = ((s >> 2) << 7 | (s & 3) << 5) as u32;
-    }
+    let base = alphabet.bases16();
     let done = expand16_detect(&base, keys, raw, out);
-    // The rest, fewer than 32 elements: whole groups of 4, then the last 0..3.
-    let mut fields = raw[done / 4 * 3..].chunks(3).flat_map(|b| {
-        let mut g = [0u8; 3];
-        g[..b.len()].copy_from_slice(b);
-        spread4(&g).to_le_bytes()
-    });
-    for (o, &k) in out[2 * done..].chunks_exact_mut(2).zip(&keys[done..]) {
-        let f = fields.next().unwrap_or(0) as u32;
-        let w = base[k as usize] | (f & 0x80) << 8 | (f & 0x1F);
-        o.copy_from_slice(&(w as u16).to_le_bytes());
-    }
+    // The rest, fewer than 32 elements (at most 24 raw bytes), as one run padded with zeros.
+    let rest = n - done;
+    let (mut k, mut r, mut w) = ([0u8; 32], [0u8; 24], [0u8; 64]);
+    k[..rest].copy_from_slice(&keys[done..]);
+    let tail = &raw[done / 4 * 3..];
+    r[..tail.len()].copy_from_slice(tail);
+    expand16_portable(&base, &k, &r, &mut w);
+    out[2 * done..].copy_from_slice(&w[..2 * rest]);
     Ok(())
 }
 
@@ -637,10 +641,7 @@ mod tests {
         assert_eq!(a, b);
         let census = Census::of16(&raw);
         let alphabet = census.alphabet().unwrap();
-        let mut base = [0u32; 256];
-        for (b, &s) in base.iter_mut().zip(&alphabet.used) {
-            *b = ((s >> 2) << 7 | (s & 3) << 5) as u32;
-        }
+        let base = alphabet.bases16();
         let key = alphabet.key_table();
         let keys: Vec<u8> = words(&raw).map(|w| key[symbol16(w)]).collect();
         let mut r = Vec::new();
