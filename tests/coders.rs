@@ -1209,13 +1209,19 @@ fn adaptive_saturated_models_then_flip() {
 
 // --- Decoders on arbitrary and corrupted input -----------------------------------------------
 
-/// A valid (exponent, mantissa) payload pair for planes of `n >= 2` elements.
-fn valid_pair(exps: &Exps, mans: &Mans, n: usize, seed: u64) -> (Vec<u8>, Vec<u8>) {
+/// Exponent and mantissa planes of `n >= 2` elements, the exponents taking at least two values.
+fn two_planes(exps: &Exps, mans: &Mans, n: usize, seed: u64) -> (Vec<u8>, Vec<u8>) {
     let mut e = generate_exps(exps, n, seed);
     if distinct(&histogram(&e)) < 2 {
         e[0] = e[0].wrapping_add(1);
     }
     let m = generate_mans(mans, &e, seed);
+    (e, m)
+}
+
+/// A valid (exponent, mantissa) payload pair for planes of `n >= 2` elements.
+fn valid_pair(exps: &Exps, mans: &Mans, n: usize, seed: u64) -> (Vec<u8>, Vec<u8>) {
+    let (e, m) = two_planes(exps, mans, n, seed);
     let (mut pe, mut pm) = (Vec::new(), Vec::new());
     assert!(adaptive::encode(&e, &mut pe));
     adaptive::encode_context(&m, &e, &mut pm);
@@ -1225,11 +1231,7 @@ fn valid_pair(exps: &Exps, mans: &Mans, n: usize, seed: u64) -> (Vec<u8>, Vec<u8
 /// A valid (joint, raw6) payload pair for the planes [`valid_pair`] codes, or two empty
 /// payloads when they have more than 256 joint symbols.
 fn valid_joint(exps: &Exps, mans: &Mans, n: usize, seed: u64) -> (Vec<u8>, Vec<u8>) {
-    let mut e = generate_exps(exps, n, seed);
-    if distinct(&histogram(&e)) < 2 {
-        e[0] = e[0].wrapping_add(1);
-    }
-    let m = generate_mans(mans, &e, seed);
+    let (e, m) = two_planes(exps, mans, n, seed);
     let (mut j, mut r) = (Vec::new(), Vec::new());
     if adaptive::encode_joint(&e, &m, &mut j) {
         joint::encode_raw6(&m, &mut r);
