@@ -15,7 +15,7 @@
 
 use crate::container::{read_exact_or, BlockRecord, FileHeader, Footer, IndexEntry, Kind};
 use crate::error::{Error, Result};
-use crate::pipeline::decode::{decode_one, Block, Counting};
+use crate::pipeline::decode::{decode_one, Block, Counting, Payload};
 use crate::pipeline::pool::Pool;
 use crate::pipeline::{ordered, pools, window, Pools};
 use crate::safetensors::{Header, TensorInfo};
@@ -399,7 +399,7 @@ fn read_block<R: Read + Seek>(
     index: &[IndexEntry],
     n: usize,
     buffers: &Pool<Vec<u8>>,
-) -> Result<Block> {
+) -> Result<Block<'static>> {
     let e = index[n];
     input.seek(SeekFrom::Start(e.offset))?;
     let bad = |reason: &str| Error::CorruptBlock {
@@ -415,5 +415,5 @@ fn read_block<R: Read + Seek>(
     }
     let mut payload = buffers.buffer(rec.payload_len() as usize);
     read_exact_or(input, &mut payload, "block payload")?;
-    Ok((n as u64, rec, payload))
+    Ok((n as u64, rec, Payload::Read(payload)))
 }
