@@ -52,6 +52,67 @@ impl<R: Read> Read for Counting<R> {
     }
 }
 
+/// A block's payload: read into a pooled buffer, or borrowed from an archive in memory.
+pub(crate) enum Payload<'a> {
+    /// Read from a stream; goes back to the pool once decoded.
+    Read(Vec<u8>),
+    /// Part of a mapped (or in-memory) archive: no copy.
+    Mapped(&'a [u8]),
+}
+
+impl std::ops::Deref for Payload<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Payload::Read(v) => v,
+            Payload::Mapped(s) => s,
+        }
+    }
+}
+
+/// Where an archive's bytes come from: records through [`Read`], payloads as [`Payload`]s.
+pub(crate) trait Source<'a>: Read {
+    /// The next `len` bytes, as a payload.
+    fn payload(&mut self, len: usize, buffers: &Pool<Vec<u8>>) -> Result<Payload<'a>>;
+}
+
+/// A stream's payloads, read into pooled buffers.
+pub(crate) struct Stream<R>(pub(crate) R);
+
+impl<R: Read> Read for Stream<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.read(buf)
+    }
+}
+
+impl<R: Read> Source<'_> for Stream<R> {
+    fn payload(&mut self, len: usize, buffers: &Pool<Vec<u8>>) -> Result<Payload<'static>> {
+        let mut payload = buffers.buffer(len);
+        read_exact_or(self, &mut payload, "block payload")?;
+        Ok(Payload::Read(payload))
+    }
+}
+
+/// An archive in memory, its payloads borrowed.
+pub(crate) struct Mapped<'a>(pub(crate) &'a [u8]);
+
+impl Read for Mapped<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.read(buf)
+    }
+}
+
+impl<'a> Source<'a> for Mapped<'a> {
+    fn payload(&mut self, len: usize, _: &Pool<Vec<u8>>) -> Result<Payload<'a>> {
+        if len > self.0.len() {
+            return Err(Error::Truncated("block payload"));
+        }
+        let (payload, rest) = self.0.split_at(len);
+        self.0 = rest;
+        Ok(Payload::Mapped(payload))
+    }
+}
+
 /// Reads block records and payloads, one block at a time, building the index as it goes.
 struct BlockReader {
     index: Vec<IndexEntry>,
@@ -63,11 +124,11 @@ struct BlockReader {
 }
 
 impl BlockReader {
-    fn read<R: Read>(
+    fn read<'a, S: Source<'a>>(
         &mut self,
-        r: &mut Counting<R>,
+        r: &mut Counting<S>,
         buffers: &Pool<Vec<u8>>,
-    ) -> Result<Option<Block>> {
+    ) -> Result<Option<Block<'a>>> {
         if self.end_offset.is_none() {
             let n = self.index.len() as u64;
             let offset = r.pos;
@@ -79,8 +140,8 @@ impl BlockReader {
             if self.archive_len.is_some_and(|a| r.pos + len > a) {
                 return Err(Error::Truncated("block payload"));
             }
-            let mut payload = buffers.buffer(len as usize);
-            read_exact_or(r, &mut payload, "block payload")?;
+            let payload = r.inner.payload(len as usize, buffers)?;
+            r.pos += len;
             self.index.push(IndexEntry {
                 offset,
                 raw_offset: self.raw_pos,
@@ -95,16 +156,19 @@ impl BlockReader {
 }
 
 /// Block number, record and payload of a block read but not yet decoded.
-pub(crate) type Block = (u64, BlockRecord, Vec<u8>);
+pub(crate) type Block<'a> = (u64, BlockRecord, Payload<'a>);
 
-/// Decodes one block into a pooled buffer, returning the payload's buffer to the pool.
+/// Decodes one block into a pooled buffer, returning the payload's buffer (if it has one) to
+/// the pool.
 pub(crate) fn decode_one(
     (n, rec, payload): Block,
     pools: &Pools,
 ) -> Result<(BlockRecord, Vec<u8>)> {
     let mut out = pools.blocks.buffer(rec.raw_len as usize);
     let decoded = decode_block(&rec, &payload, &mut out, &mut pools.scratch.guard());
-    pools.coded.give(payload);
+    if let Payload::Read(buffer) = payload {
+        pools.coded.give(buffer);
+    }
     decoded.map_err(|e| e.in_block(n))?;
     Ok((rec, out))
 }
@@ -112,6 +176,30 @@ pub(crate) fn decode_one(
 /// Decompresses the archive on `input` into `output`.
 pub fn decode<R: Read + Send, W: Write + Send>(
     input: R,
+    output: W,
+    opts: &DecodeOptions,
+    progress: &mut dyn FnMut(u64),
+) -> Result<DecodeReport> {
+    decode_from(Stream(input), output, opts, progress)
+}
+
+/// Decompresses the archive `archive` (in memory, or a memory map of a file) into `output`,
+/// decoding its blocks where they lie instead of copying them out first.
+pub fn decode_slice<W: Write + Send>(
+    archive: &[u8],
+    output: W,
+    opts: &DecodeOptions,
+    progress: &mut dyn FnMut(u64),
+) -> Result<DecodeReport> {
+    let opts = DecodeOptions {
+        archive_len: Some(archive.len() as u64),
+        ..*opts
+    };
+    decode_from(Mapped(archive), output, &opts, progress)
+}
+
+fn decode_from<'a, S: Source<'a> + Send, W: Write + Send>(
+    input: S,
     mut output: W,
     opts: &DecodeOptions,
     progress: &mut dyn FnMut(u64),
