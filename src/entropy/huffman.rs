@@ -456,6 +456,35 @@ impl<'a> Lane<'a> {
         self.buf = (read_word(self.data, self.byte) | MARKER) >> (consumed % 8);
     }
 
+    /// [`Lane::refill`] without the bounds check.
+    ///
+    /// # Safety
+    /// `data` must hold 8 bytes from `byte + leading_zeros(buf) / 8` on.
+    #[inline(always)]
+    unsafe fn refill_unchecked(&mut self) {
+        let consumed = self.buf.leading_zeros() as usize;
+        self.byte += consumed / 8;
+        let word = u64::from_le(
+            self.data
+                .as_ptr()
+                .add(self.byte)
+                .cast::<u64>()
+                .read_unaligned(),
+        );
+        self.buf = (word | MARKER) >> (consumed % 8);
+    }
+
+    /// Rounds of refill and [`LOOKUPS`] lookups that stay inside `data`: the first refill
+    /// advances at most 7 bytes (up to 63 bits consumed), each later one at most 6 (a refill
+    /// leaves under 8 bits of the loaded byte consumed, the lookups take at most 48), and each
+    /// loads 8 bytes.
+    fn rounds_in_data(&self) -> usize {
+        match self.data.len().checked_sub(self.byte + 7 + 8) {
+            Some(slack) => slack / 6 + 1,
+            None => 0,
+        }
+    }
+
     /// The entry of `table` (this lane's) for the next bits.
     #[inline(always)]
     fn entry(&self, table: &Table) -> u32 {
@@ -516,13 +545,16 @@ fn run<'t, const N: usize>(
     let ptr = out.as_mut_ptr();
     loop {
         let room = l.iter().map(Lane::room).min().unwrap_or(0);
-        let rounds = (room + ROUND_ADVANCE).saturating_sub(ROUND_REACH) / ROUND_ADVANCE;
+        let by_room = (room + ROUND_ADVANCE).saturating_sub(ROUND_REACH) / ROUND_ADVANCE;
+        let by_data = l.iter().map(Lane::rounds_in_data).min().unwrap_or(0);
+        let rounds = by_room.min(by_data);
         if rounds == 0 {
             break;
         }
         for _ in 0..rounds {
             for lane in l.iter_mut() {
-                lane.refill();
+                // SAFETY: `rounds_in_data` bounds the bytes this batch's refills load.
+                unsafe { lane.refill_unchecked() };
             }
             for _ in 0..LOOKUPS {
                 for lane in l.iter_mut() {
