@@ -466,7 +466,7 @@ impl Tally {
             }
         );
         let (decoded, peak) = largest_allocation(|| run_decode(archive, archive_len));
-        if archive_len.is_some() && self.cases % 4 == 0 {
+        if archive_len.is_some() && self.cases.is_multiple_of(4) {
             // Decoding the archive in place (as from a memory map) must end the same way; one
             // case in four keeps the test's time in check (the readers share all but the
             // payload source).
