@@ -36,5 +36,5 @@ pub use access::{AccessStats, Archive, StoredBytes};
 pub use archive::{inspect, ArchiveInfo};
 pub use container::{Kind, Mode};
 pub use error::{Error, Result};
-pub use pipeline::decode::{decode, decode_slice, DecodeOptions, DecodeReport};
+pub use pipeline::decode::{decode, decode_file, decode_slice, DecodeOptions, DecodeReport};
 pub use pipeline::encode::{encode, EncodeOptions, EncodeReport};

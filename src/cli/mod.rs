@@ -236,44 +236,28 @@ fn open_file(path: &Path) -> Result<(File, Option<u64>)> {
     Ok((f, meta.is_file().then_some(meta.len())))
 }
 
-/// Archives at least this long are decoded from a memory map.
-const MAP_MIN: u64 = 1 << 20;
-
-/// An archive to decode: a regular file mapped into memory, so that blocks are decoded where
-/// the page cache holds them instead of being copied out first (on MiniLM BF16 that copy was 9%
-/// of decoding's CPU time); anything else streamed.
-///
-/// Like every reader of mapped files (ripgrep, git), a decode can be killed by SIGBUS if another
-/// process truncates the archive while it runs; an archive changed in place fails its
-/// checksums.
+/// An archive to decode: a regular file (which the library reads through memory maps), or a
+/// stream.
 enum ArchiveInput {
-    Mapped(memmap2::Mmap),
-    Stream(Box<dyn Read + Send>, Option<u64>),
+    File(File, Option<u64>),
+    Stream(Box<dyn Read + Send>),
 }
 
 impl ArchiveInput {
     fn open(path: &Path) -> Result<ArchiveInput> {
-        if !is_stdio(path) {
-            let (f, len) = open_file(path)?;
-            if len.is_some_and(|l| l >= MAP_MIN) {
-                // SAFETY: the map is only read, and the file is not written by sc while mapped;
-                // see the type's comment for other processes. A file that cannot be mapped is
-                // streamed instead.
-                if let Ok(map) = unsafe { memmap2::Mmap::map(&f) } {
-                    let _ = map.advise(memmap2::Advice::Sequential);
-                    return Ok(ArchiveInput::Mapped(map));
-                }
-            }
+        if is_stdio(path) {
+            let (reader, _) = open_input(path)?;
+            return Ok(ArchiveInput::Stream(reader));
         }
-        let (reader, len) = open_input(path)?;
-        Ok(ArchiveInput::Stream(reader, len))
+        let (f, len) = open_file(path)?;
+        Ok(ArchiveInput::File(f, len))
     }
 
     /// Length of the archive, when it is known.
     fn len(&self) -> Option<u64> {
         match self {
-            ArchiveInput::Mapped(m) => Some(m.len() as u64),
-            ArchiveInput::Stream(_, len) => *len,
+            ArchiveInput::File(_, len) => *len,
+            ArchiveInput::Stream(_) => None,
         }
     }
 
@@ -288,8 +272,8 @@ impl ArchiveInput {
             archive_len: self.len(),
         };
         match self {
-            ArchiveInput::Mapped(m) => sc::decode_slice(&m, out, &opts, progress),
-            ArchiveInput::Stream(r, _) => sc::decode(r, out, &opts, progress),
+            ArchiveInput::File(f, _) => sc::decode_file(&f, out, &opts, progress),
+            ArchiveInput::Stream(r) => sc::decode(r, out, &opts, progress),
         }
     }
 }

@@ -189,8 +189,8 @@ pub(crate) fn unpack_raw(raw: &[u8], out: &mut [u8]) {
 }
 
 /// The raw6 payload (plane 1) of a sign/mantissa plane, as the joint codecs and the context
-/// codec store it: the raw fields of `plane` (see [`raw_bits`]), 6 bits per element from the
-/// least significant bit up, `ceil(6 * plane.len() / 8)` bytes; the inverse of [`unpack_raw`].
+/// codec store it: the raw fields of `plane` (see `raw_bits`), 6 bits per element from the
+/// least significant bit up, `ceil(6 * plane.len() / 8)` bytes; the inverse of `unpack_raw`.
 pub fn encode_raw6(plane: &[u8], out: &mut Vec<u8>) {
     let start = out.len();
     out.resize(start + raw6_len(plane.len()), 0);

@@ -2,13 +2,15 @@
 
 use super::block::decode_block;
 use super::digest::DigestWorker;
+use super::mapped::MappedFile;
 use super::pool::Pool;
 use super::{ordered, pools, window, Pools};
 use crate::container::{
     checksum::hex, read_exact_or, read_up_to, BlockRecord, FileHeader, Footer, IndexEntry,
 };
 use crate::error::{Error, Result};
-use std::io::{self, Read, Write};
+use std::fs::File;
+use std::io::{self, BufReader, Read, Write};
 use std::sync::Arc;
 
 /// Settings for [`decode`].
@@ -52,12 +54,14 @@ impl<R: Read> Read for Counting<R> {
     }
 }
 
-/// A block's payload: read into a pooled buffer, or borrowed from an archive in memory.
+/// A block's payload: read into a pooled buffer, or where the archive lies in memory.
 pub(crate) enum Payload<'a> {
     /// Read from a stream; goes back to the pool once decoded.
     Read(Vec<u8>),
-    /// Part of a mapped (or in-memory) archive: no copy.
-    Mapped(&'a [u8]),
+    /// Part of an archive in memory.
+    Borrowed(&'a [u8]),
+    /// Part of a map of the archive file, unmapped when its last payload is dropped.
+    Mapped(Arc<memmap2::Mmap>, std::ops::Range<usize>),
 }
 
 impl std::ops::Deref for Payload<'_> {
@@ -65,7 +69,8 @@ impl std::ops::Deref for Payload<'_> {
     fn deref(&self) -> &[u8] {
         match self {
             Payload::Read(v) => v,
-            Payload::Mapped(s) => s,
+            Payload::Borrowed(s) => s,
+            Payload::Mapped(m, r) => &m[r.clone()],
         }
     }
 }
@@ -94,22 +99,22 @@ impl<R: Read> Source<'_> for Stream<R> {
 }
 
 /// An archive in memory, its payloads borrowed.
-pub(crate) struct Mapped<'a>(pub(crate) &'a [u8]);
+pub(crate) struct InMemory<'a>(pub(crate) &'a [u8]);
 
-impl Read for Mapped<'_> {
+impl Read for InMemory<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.0.read(buf)
     }
 }
 
-impl<'a> Source<'a> for Mapped<'a> {
+impl<'a> Source<'a> for InMemory<'a> {
     fn payload(&mut self, len: usize, _: &Pool<Vec<u8>>) -> Result<Payload<'a>> {
         if len > self.0.len() {
             return Err(Error::Truncated("block payload"));
         }
         let (payload, rest) = self.0.split_at(len);
         self.0 = rest;
-        Ok(Payload::Mapped(payload))
+        Ok(Payload::Borrowed(payload))
     }
 }
 
@@ -195,7 +200,31 @@ pub fn decode_slice<W: Write + Send>(
         archive_len: Some(archive.len() as u64),
         ..*opts
     };
-    decode_from(Mapped(archive), output, &opts, progress)
+    decode_from(InMemory(archive), output, &opts, progress)
+}
+
+/// Decompresses the archive file `file` into `output`. A regular file is read through memory
+/// maps of a few megabytes at a time, so that blocks are decoded where the page cache holds
+/// them; anything else, or a file that cannot be mapped, is read as a stream.
+///
+/// Like every reader of mapped files, the process can be killed by SIGBUS if another process
+/// truncates the file while it is being decoded.
+pub fn decode_file<W: Write + Send>(
+    file: &File,
+    output: W,
+    opts: &DecodeOptions,
+    progress: &mut dyn FnMut(u64),
+) -> Result<DecodeReport> {
+    let meta = file.metadata()?;
+    let opts = DecodeOptions {
+        archive_len: meta.is_file().then_some(meta.len()).or(opts.archive_len),
+        ..*opts
+    };
+    let mapped = opts.archive_len.filter(|_| meta.is_file());
+    match mapped.and_then(|len| MappedFile::new(file, len)) {
+        Some(mapped) => decode_from(mapped, output, &opts, progress),
+        None => decode_from(Stream(BufReader::new(file)), output, &opts, progress),
+    }
 }
 
 fn decode_from<'a, S: Source<'a> + Send, W: Write + Send>(

@@ -6,6 +6,7 @@ pub mod block;
 pub mod decode;
 pub mod digest;
 pub mod encode;
+mod mapped;
 pub mod plan;
 pub mod pool;
 

@@ -3,7 +3,7 @@
 //! Blocks never mix transforms. Consecutive regions with the same transform share a block while
 //! they fit whole, so runs of small tensors (norms, biases) do not each pay block framing, and a
 //! region that does not fit starts a fresh block, so a tensor spans `ceil(len / block_size)`
-//! blocks at most plus one. A region of [`SHARE_LIMIT`] or more does not join a block that
+//! blocks at most plus one. A region of `SHARE_LIMIT` (16 KiB) or more does not join a block that
 //! already holds that much, so two such regions never share a block.
 
 use crate::safetensors::{Dtype, Header};
