@@ -1062,7 +1062,7 @@ fn crafted_header(kind: u8, block_size: u32, prefix_len: u64, prefix: &[u8]) -> 
     b.extend_from_slice(&0u32.to_le_bytes());
     b.extend_from_slice(&prefix_len.to_le_bytes());
     b.extend_from_slice(prefix);
-    let sum = xxhash_rust::xxh3::xxh3_64(&b);
+    let sum = sc::container::checksum::xxh3(&b);
     b.extend_from_slice(&sum.to_le_bytes());
     b
 }
@@ -1305,7 +1305,7 @@ fn crafted_footer_with_valid_checksum_is_checked_against_the_blocks() {
     let reseal = |f: &dyn Fn(&mut Vec<u8>)| {
         let mut bad = fx.archive.clone();
         f(&mut bad);
-        let sum = xxhash_rust::xxh3::xxh3_64(&bad[idx..tr + 40]);
+        let sum = sc::container::checksum::xxh3(&bad[idx..tr + 40]);
         bad[tr + 40..tr + 48].copy_from_slice(&sum.to_le_bytes());
         bad
     };
@@ -1350,7 +1350,7 @@ fn trailer_md5_is_checked_when_recorded_and_must_be_zero_otherwise() {
         let (idx, tr) = (fx.index_start(), fx.trailer_start());
         let mut bad = fx.archive.clone();
         bad[tr + 24] ^= 1;
-        let sum = xxhash_rust::xxh3::xxh3_64(&bad[idx..tr + 40]);
+        let sum = sc::container::checksum::xxh3(&bad[idx..tr + 40]);
         bad[tr + 40..tr + 48].copy_from_slice(&sum.to_le_bytes());
         for len in [Some(bad.len() as u64), None] {
             match (recorded, run_decode(&bad, len)) {

@@ -9,6 +9,7 @@ pub mod checksum;
 use crate::error::{Error, Result};
 use crate::safetensors::MAX_HEADER_LEN;
 use crate::split::{Transform, MAX_PLANES};
+use std::hash::Hasher;
 use std::io::{self, Read, Write};
 
 /// First bytes of every archive.
@@ -196,7 +197,7 @@ impl FileHeader {
         b.extend_from_slice(&flags.to_le_bytes());
         b.extend_from_slice(&(self.prefix.len() as u64).to_le_bytes());
         b.extend_from_slice(&self.prefix);
-        let sum = xxhash_rust::xxh3::xxh3_64(&b);
+        let sum = checksum::xxh3(&b);
         b.extend_from_slice(&sum.to_le_bytes());
         w.write_all(&b)
     }
@@ -255,10 +256,10 @@ impl FileHeader {
         read_exact_or(r, &mut prefix, "kept safetensors header")?;
         let mut sum = [0u8; 8];
         read_exact_or(r, &mut sum, "file header checksum")?;
-        let mut h = xxhash_rust::xxh3::Xxh3::new();
-        h.update(&fixed);
-        h.update(&prefix);
-        if h.digest() != u64::from_le_bytes(sum) {
+        let mut h = twox_hash::XxHash3_64::new();
+        h.write(&fixed);
+        h.write(&prefix);
+        if h.finish() != u64::from_le_bytes(sum) {
             return Err(corrupt("file header checksum mismatch"));
         }
         if kind == Kind::Safetensors && u64_at(&prefix, 0) != prefix_len - 8 {
@@ -507,7 +508,7 @@ impl Footer {
         b.extend_from_slice(&(self.index.len() as u64).to_le_bytes());
         b.extend_from_slice(&self.original_len.to_le_bytes());
         b.extend_from_slice(&self.md5);
-        let sum = xxhash_rust::xxh3::xxh3_64(&b[1..]);
+        let sum = checksum::xxh3(&b[1..]);
         b.extend_from_slice(&sum.to_le_bytes());
         b.extend_from_slice(&END_MAGIC);
         w.write_all(&b)
@@ -536,7 +537,7 @@ impl Footer {
         if t[48..52] != END_MAGIC {
             return Err(corrupt("trailer magic missing"));
         }
-        if xxhash_rust::xxh3::xxh3_64(&b[..b.len() - 12]) != u64_at(t, 40) {
+        if checksum::xxh3(&b[..b.len() - 12]) != u64_at(t, 40) {
             return Err(corrupt("index or trailer checksum mismatch"));
         }
         if u64_at(t, 8) != blocks {
