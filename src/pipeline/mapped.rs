@@ -70,6 +70,7 @@ impl<'f> MappedFile<'f> {
                 // decoding it; see the module comment for other processes.
                 let map = unsafe {
                     MmapOptions::new()
+                        .populate()
                         .offset(start)
                         .len(len as usize)
                         .map(self.file)?
