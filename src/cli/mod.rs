@@ -236,8 +236,8 @@ fn open_file(path: &Path) -> Result<(File, Option<u64>)> {
     Ok((f, meta.is_file().then_some(meta.len())))
 }
 
-/// An archive to decode: a regular file (which the library reads through memory maps), or a
-/// stream.
+/// An archive to decode: a named file (which the library reads through memory maps when it is
+/// a regular one), or standard input.
 enum ArchiveInput {
     File(File, Option<u64>),
     Stream(Box<dyn Read + Send>),

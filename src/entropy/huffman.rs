@@ -475,7 +475,8 @@ impl<'a> Lane<'a> {
     }
 
     /// Rounds of refill and [`LOOKUPS`] lookups that stay inside `data`: the first refill
-    /// advances at most 7 bytes (up to 63 bits consumed), each later one at most 6 (a refill
+    /// advances at most 7 bytes (a safe bound: up to 55 bits are consumed), each later one at
+    /// most 6 (a refill
     /// leaves under 8 bits of the loaded byte consumed, the lookups take at most 48), and each
     /// loads 8 bytes.
     fn rounds_in_data(&self) -> usize {
@@ -530,7 +531,8 @@ impl<'a> Lane<'a> {
 }
 
 /// Decodes the first `N` lanes, interleaved, until one has too little output room left for a
-/// whole round of unconditional stores. `table` gives each lane's table.
+/// whole round of unconditional stores, or too few stream bytes for a round of unchecked
+/// refills. `table` gives each lane's table.
 #[inline(always)]
 fn run<'t, const N: usize>(
     lanes: &mut [Lane<'t>],
@@ -569,7 +571,8 @@ fn run<'t, const N: usize>(
     *chunk = l;
 }
 
-/// Decodes all but the last few symbols of each lane.
+/// Decodes all but the last few symbols of each lane (those of its last 20 or so stream
+/// bytes, or the last dozen or so output positions).
 #[inline(always)]
 fn bulk(lanes: &mut [Lane; STREAMS], out: &mut [u8]) {
     // One table for all lanes (the common case) is one pointer in a register instead of four

@@ -618,6 +618,7 @@ fn expand16_detect(base: &[u32; 256], keys: &[u8], raw: &[u8], out: &mut [u8]) -
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx512vbmi")
         && std::is_x86_feature_detected!("avx512bw")
+        && std::is_x86_feature_detected!("avx512f")
         && std::is_x86_feature_detected!("avx2")
     {
         // SAFETY: the CPU has the features `expand16_vbmi` is compiled for.
@@ -717,8 +718,24 @@ mod tests {
 
     #[test]
     fn portable_paths_match_the_detected_ones() {
-        let n = 4099;
-        let raw = weights(n, 99);
+        // Trained-weight-like words (about 60 keys), and words using all 256 keys (exponents
+        // 0..64 with every mantissa pair, random signs and low bits) at a length that leaves
+        // the AVX2 path steps of its own after the AVX-512 one.
+        let wide: Vec<u8> = weights(4149, 5)
+            .chunks_exact(2)
+            .enumerate()
+            .flat_map(|(i, w)| {
+                let s = (i * 97 % 256) as u16;
+                (u16::from_le_bytes([w[0], w[1]]) & 0x801F | s << 5).to_le_bytes()
+            })
+            .collect();
+        for raw in [weights(4099, 99), wide] {
+            expansion_paths_agree(&raw);
+        }
+    }
+
+    fn expansion_paths_agree(raw: &[u8]) {
+        let n = raw.len() / 2;
         let (groups, _) = raw.as_chunks::<8>();
         let mut a = vec![[0u8; 3]; groups.len()];
         let mut b = a.clone();
@@ -727,13 +744,13 @@ mod tests {
             pack16_detect(groups, &mut b)
         );
         assert_eq!(a, b);
-        let census = Census::of16(&raw);
+        let census = Census::of16(raw);
         let alphabet = census.alphabet().unwrap();
         let base = alphabet.bases16();
         let key = alphabet.key_table();
-        let keys: Vec<u8> = words(&raw).map(|w| key[symbol16(w)]).collect();
+        let keys: Vec<u8> = words(raw).map(|w| key[symbol16(w)]).collect();
         let mut r = Vec::new();
-        encode_raw16(&raw, &mut r);
+        encode_raw16(raw, &mut r);
         let (mut x, mut y) = (vec![0u8; 2 * n], vec![0u8; 2 * n]);
         // Each leaves fewer than 32 elements to the caller's tail (AVX2 goes 16 at a time).
         let done = expand16_portable(&base, &keys, &r, &mut x);

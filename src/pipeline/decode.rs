@@ -13,7 +13,8 @@ use std::fs::File;
 use std::io::{self, BufReader, Read, Write};
 use std::sync::Arc;
 
-/// Settings for [`decode`].
+/// Settings for [`decode`], [`decode_slice`] and [`decode_file`] (the last two know the
+/// archive's length themselves where they can).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DecodeOptions {
     /// Also compute the MD5 of the output and compare it with the one recorded at encode time,
@@ -203,9 +204,10 @@ pub fn decode_slice<W: Write + Send>(
     decode_from(InMemory(archive), output, &opts, progress)
 }
 
-/// Decompresses the archive file `file` into `output`. A regular file is read through memory
-/// maps of a few megabytes at a time, so that blocks are decoded where the page cache holds
-/// them; anything else, or a file that cannot be mapped, is read as a stream.
+/// Decompresses the archive file `file` into `output`. A regular file is read from its start
+/// (whatever its cursor) through memory maps of a few megabytes at a time, so that blocks are
+/// decoded where the page cache holds them; anything else, or a file that cannot be mapped, is
+/// read as a stream from its cursor.
 ///
 /// Like every reader of mapped files, the process can be killed by SIGBUS if another process
 /// truncates the file while it is being decoded.
@@ -216,14 +218,22 @@ pub fn decode_file<W: Write + Send>(
     progress: &mut dyn FnMut(u64),
 ) -> Result<DecodeReport> {
     let meta = file.metadata()?;
-    let opts = DecodeOptions {
-        archive_len: meta.is_file().then_some(meta.len()).or(opts.archive_len),
-        ..*opts
-    };
-    let mapped = opts.archive_len.filter(|_| meta.is_file());
-    match mapped.and_then(|len| MappedFile::new(file, len)) {
-        Some(mapped) => decode_from(mapped, output, &opts, progress),
-        None => decode_from(Stream(BufReader::new(file)), output, &opts, progress),
+    // Some regular files report no length (procfs, some FUSE file systems): streamed.
+    let mapped = (meta.is_file() && meta.len() > 0)
+        .then(|| MappedFile::new(file, meta.len()))
+        .flatten();
+    match mapped {
+        Some(mapped) => {
+            let opts = DecodeOptions {
+                archive_len: Some(meta.len()),
+                ..*opts
+            };
+            decode_from(mapped, output, &opts, progress)
+        }
+        None => {
+            let input = Stream(BufReader::with_capacity(64 << 10, file));
+            decode_from(input, output, opts, progress)
+        }
     }
 }
 

@@ -18,7 +18,8 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::sync::Arc;
 
-/// Bytes mapped at a time (more when one block's payload is longer).
+/// Bytes mapped at a time (more when one block's payload is longer, less at the end of the
+/// file).
 const WINDOW: u64 = 8 << 20;
 /// Windows start at multiples of this: a multiple of the page size on every platform.
 const ALIGN: u64 = 64 << 10;
@@ -45,8 +46,8 @@ pub(crate) struct MappedFile<'f> {
 }
 
 impl<'f> MappedFile<'f> {
-    /// A reader of the `len` bytes of `file`, or `None` where the file cannot be mapped (then
-    /// it is read as a stream instead).
+    /// A reader of the `len` bytes of `file`, or `None` where the file is empty or cannot be
+    /// mapped (then it is read as a stream instead).
     pub(crate) fn new(file: &'f File, len: u64) -> Option<MappedFile<'f>> {
         let mut f = MappedFile {
             file,
