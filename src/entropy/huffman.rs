@@ -318,35 +318,45 @@ struct DecodeTable {
 type Code = (u8, u32, usize);
 
 impl DecodeTable {
-    fn new(lens: &[u8; 256]) -> Self {
+    /// A table to [`DecodeTable::build`] into.
+    fn empty() -> Self {
+        DecodeTable {
+            lens: [0; 256],
+            multi: Box::new([0; LOOKUP_LEN]),
+        }
+    }
+
+    /// Makes this the table of code lengths `lens`. Every slot is written, so a table kept from
+    /// an earlier plane needs no clearing.
+    fn build(&mut self, lens: &[u8; 256]) {
         let codes = canonical_codes(lens);
         // Canonical order (by length, then symbol) is the order of the codes' values read
         // most-significant bit first, which `Builder::fill` relies on.
-        let mut syms: Vec<Code> = (0..256)
-            .filter(|&s| lens[s] > 0)
-            .map(|s| (s as u8, lens[s] as u32, codes[s] as usize))
-            .collect();
-        syms.sort_by_key(|&(_, len, _)| len);
+        let mut all = [(0u8, 0u32, 0usize); 256];
+        let mut used = 0;
+        for s in (0..256).filter(|&s| lens[s] > 0) {
+            all[used] = (s as u8, lens[s] as u32, codes[s] as usize);
+            used += 1;
+        }
+        let syms = &mut all[..used];
+        syms.sort_unstable_by_key(|&(s, len, _)| (len, s));
         let mut fits = [0usize; LOOKUP_BITS as usize + 1];
         for d in 1..fits.len() {
             let exact = syms.iter().filter(|c| c.1 as usize == d).count();
             fits[d] = 2 * fits[d - 1] + exact;
         }
-        let mut builder = Builder {
-            table: Box::new([0; LOOKUP_LEN]),
-            syms: &syms,
+        Builder {
+            table: &mut self.multi,
+            syms,
             fits,
-        };
-        builder.fill(0, 0, 0);
-        DecodeTable {
-            lens: *lens,
-            multi: builder.table,
         }
+        .fill(0, 0, 0);
+        self.lens = *lens;
     }
 }
 
 struct Builder<'a> {
-    table: Box<Table>,
+    table: &'a mut Table,
     /// Used symbols in canonical order.
     syms: &'a [Code],
     /// `fits[d]`: the d-bit windows that start with a whole code are, read most-significant bit
@@ -620,8 +630,8 @@ fn bulk_detect(lanes: &mut [Lane; STREAMS], out: &mut [u8]) {
     bulk(lanes, out);
 }
 
-/// The code lengths of a payload's tables and its four streams.
-type Parsed<'a> = (Vec<[u8; 256]>, [&'a [u8]; STREAMS]);
+/// The code lengths of a payload's tables (the first `count` of them) and its four streams.
+type Parsed<'a> = ([[u8; 256]; STREAMS], usize, [&'a [u8]; STREAMS]);
 
 fn parse(payload: &[u8]) -> Result<Parsed<'_>, CodecError> {
     let count = *payload
@@ -631,10 +641,10 @@ fn parse(payload: &[u8]) -> Result<Parsed<'_>, CodecError> {
         return Err(CodecError("huffman table count must be 1 or 4"));
     }
     let mut used = 1;
-    let mut tables = Vec::with_capacity(count);
-    for _ in 0..count {
-        let (lens, n) = read_lengths(&payload[used..])?;
-        tables.push(lens);
+    let mut tables = [[0u8; 256]; STREAMS];
+    for lens in &mut tables[..count] {
+        let n;
+        (*lens, n) = read_lengths(&payload[used..])?;
         used += n;
     }
     let sizes = payload
@@ -653,7 +663,7 @@ fn parse(payload: &[u8]) -> Result<Parsed<'_>, CodecError> {
         }
         (*stream, rest) = rest.split_at(size);
     }
-    Ok((tables, streams))
+    Ok((tables, count, streams))
 }
 
 /// Decodes a plane payload made by [`encode`] into `out` (whose length is the symbol count).
@@ -673,14 +683,41 @@ fn decode_with(
     symbols: usize,
     decode_bulk: fn(&mut [Lane; STREAMS], &mut [u8]),
 ) -> Result<(), CodecError> {
-    let (lens, streams) = parse(payload)?;
+    let (lens, count, streams) = parse(payload)?;
+    let lens = &lens[..count];
     if lens
         .iter()
         .any(|l| l[symbols.min(256)..].iter().any(|&x| x != 0))
     {
         return Err(CodecError("huffman table codes symbols past the alphabet"));
     }
-    let tables: Vec<DecodeTable> = lens.iter().map(DecodeTable::new).collect();
+    // Tables kept from this thread's last plane: the steady state builds into them instead of
+    // allocating (and zeroing) 16 KiB per table per plane. Taken out while in use, so a nested
+    // call would only build its own.
+    let mut tables = KEPT_TABLES.with(|k| k.take());
+    if tables.len() < lens.len() {
+        tables.resize_with(lens.len(), DecodeTable::empty);
+    }
+    for (table, l) in tables.iter_mut().zip(lens) {
+        table.build(l);
+    }
+    let result = decode_lanes(&tables[..lens.len()], streams, out, decode_bulk);
+    KEPT_TABLES.with(|k| k.replace(tables));
+    result
+}
+
+thread_local! {
+    static KEPT_TABLES: std::cell::RefCell<Vec<DecodeTable>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Decodes the four `streams` into `out` with `tables` (one shared, or one per stream).
+fn decode_lanes(
+    tables: &[DecodeTable],
+    streams: [&[u8]; STREAMS],
+    out: &mut [u8],
+    decode_bulk: fn(&mut [Lane; STREAMS], &mut [u8]),
+) -> Result<(), CodecError> {
     let n = out.len();
     let q = quarter(n);
     let mut lanes: [Lane; STREAMS] = std::array::from_fn(|k| {
@@ -758,8 +795,8 @@ mod tests {
 
     /// One symbol per lookup, one stream after the other: the behaviour `decode` must keep.
     fn decode_one_at_a_time(payload: &[u8], out: &mut [u8]) -> Result<(), CodecError> {
-        let (lens, streams) = parse(payload)?;
-        let singles: Vec<_> = lens.iter().map(single_table).collect();
+        let (lens, count, streams) = parse(payload)?;
+        let singles: Vec<_> = lens[..count].iter().map(single_table).collect();
         let (n, q) = (out.len(), quarter(out.len()));
         for (k, stream) in streams.iter().enumerate() {
             let table = &singles[k.min(singles.len() - 1)];
@@ -786,7 +823,10 @@ mod tests {
 
     fn check_table(lens: &[u8; 256]) {
         let single = single_table(lens);
-        let table = DecodeTable::new(lens);
+        // Built over a table kept from another plane: every slot must be rewritten.
+        let mut table = DecodeTable::empty();
+        table.multi.fill(0xDEAD_BEEF);
+        table.build(lens);
         for (w, &e) in table.multi.iter().enumerate() {
             let expect = {
                 let (mut e, mut used, mut count) = (0, 0, 0);
