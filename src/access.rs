@@ -13,9 +13,9 @@
 //! # Ok::<(), sc::Error>(())
 //! ```
 
-use crate::container::{read_exact_or, BlockRecord, FileHeader, Footer, IndexEntry, Kind};
+use crate::container::{BlockRecord, FileHeader, Footer, IndexEntry, Kind};
 use crate::error::{Error, Result};
-use crate::pipeline::decode::{decode_one, Block, Counting, Payload};
+use crate::pipeline::decode::{decode_one, Block, Counting, Source, Stream};
 use crate::pipeline::pool::Pool;
 use crate::pipeline::{ordered, pools, window, Pools};
 use crate::safetensors::{Header, TensorInfo};
@@ -413,7 +413,6 @@ fn read_block<R: Read + Seek>(
     if rec.raw_len != e.raw_len || rec.stored_len() != e.stored_len as u64 {
         return Err(bad("record disagrees with the index"));
     }
-    let mut payload = buffers.buffer(rec.payload_len() as usize);
-    read_exact_or(input, &mut payload, "block payload")?;
-    Ok((n as u64, rec, Payload::Read(payload)))
+    let payload = Stream(&mut *input).payload(rec.payload_len() as usize, buffers)?;
+    Ok((n as u64, rec, payload))
 }

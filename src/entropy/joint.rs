@@ -261,8 +261,8 @@ fn words(raw: &[u8]) -> impl Iterator<Item = u16> + '_ {
 /// 3 mantissa bits, and its joint symbols number in the hundreds).
 pub fn sampled_too_many16(raw: &[u8]) -> bool {
     let mut seen = [false; SYMBOLS];
-    for c in raw.chunks_exact(2).step_by(64) {
-        seen[symbol16(u16::from_le_bytes([c[0], c[1]]))] = true;
+    for w in words(raw).step_by(64) {
+        seen[symbol16(w)] = true;
     }
     seen.iter().filter(|&&s| s).count() > MAX_USED
 }
@@ -616,15 +616,17 @@ unsafe fn expand16_vbmi(base: &[u32; 256], keys: &[u8], raw: &[u8], out: &mut [u
 /// 16 at a time.
 fn expand16_detect(base: &[u32; 256], keys: &[u8], raw: &[u8], out: &mut [u8]) -> usize {
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx512vbmi")
-        && std::is_x86_feature_detected!("avx512bw")
-        && std::is_x86_feature_detected!("avx512f")
-        && std::is_x86_feature_detected!("avx2")
-    {
-        // SAFETY: the CPU has the features `expand16_vbmi` is compiled for.
-        let done = unsafe { expand16_vbmi(base, keys, raw, out) };
-        // What is left (under 64 elements) in steps of 16; `done` is a multiple of 4.
-        // SAFETY: the CPU has AVX2.
+    if std::is_x86_feature_detected!("avx2") {
+        let done = match std::is_x86_feature_detected!("avx512vbmi")
+            && std::is_x86_feature_detected!("avx512bw")
+            && std::is_x86_feature_detected!("avx512f")
+        {
+            // SAFETY: the CPU has the features `expand16_vbmi` is compiled for.
+            true => unsafe { expand16_vbmi(base, keys, raw, out) },
+            false => 0,
+        };
+        // The rest (under 64 elements after AVX-512) in steps of 16; `done` is a multiple of 4.
+        // SAFETY: the CPU has the feature `expand16_avx2` is compiled for.
         let rest = unsafe {
             expand16_avx2(
                 base,
@@ -634,11 +636,6 @@ fn expand16_detect(base: &[u32; 256], keys: &[u8], raw: &[u8], out: &mut [u8]) -
             )
         };
         return done + rest;
-    }
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU has the feature `expand16_avx2` is compiled for.
-        return unsafe { expand16_avx2(base, keys, raw, out) };
     }
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("bmi2") {

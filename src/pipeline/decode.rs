@@ -99,22 +99,14 @@ impl<R: Read> Source<'_> for Stream<R> {
     }
 }
 
-/// An archive in memory, its payloads borrowed.
-pub(crate) struct InMemory<'a>(pub(crate) &'a [u8]);
-
-impl Read for InMemory<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.0.read(buf)
-    }
-}
-
-impl<'a> Source<'a> for InMemory<'a> {
+/// An archive in memory: its payloads borrowed.
+impl<'a> Source<'a> for &'a [u8] {
     fn payload(&mut self, len: usize, _: &Pool<Vec<u8>>) -> Result<Payload<'a>> {
-        if len > self.0.len() {
+        if len > self.len() {
             return Err(Error::Truncated("block payload"));
         }
-        let (payload, rest) = self.0.split_at(len);
-        self.0 = rest;
+        let (payload, rest) = self.split_at(len);
+        *self = rest;
         Ok(Payload::Borrowed(payload))
     }
 }
@@ -201,7 +193,7 @@ pub fn decode_slice<W: Write + Send>(
         archive_len: Some(archive.len() as u64),
         ..*opts
     };
-    decode_from(InMemory(archive), output, &opts, progress)
+    decode_from(archive, output, &opts, progress)
 }
 
 /// Decompresses the archive file `file` into `output`. A regular file is read from its start
@@ -218,8 +210,10 @@ pub fn decode_file<W: Write + Send>(
     progress: &mut dyn FnMut(u64),
 ) -> Result<DecodeReport> {
     let meta = file.metadata()?;
-    // Some regular files report no length (procfs, some FUSE file systems): streamed.
-    let mapped = (meta.is_file() && meta.len() > 0)
+    // Some regular files report no length (procfs, some FUSE file systems): `new` leaves
+    // those, like files that cannot be mapped, to be streamed.
+    let mapped = meta
+        .is_file()
         .then(|| MappedFile::new(file, meta.len()))
         .flatten();
     match mapped {
