@@ -11,9 +11,10 @@
 //! Run: `cargo bench --bench coders`
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use sc::entropy::{adaptive, histogram, huffman, joint, range};
+use sc::codec::{adaptive, context, huffjoint, huffman, range};
 use sc::safetensors::{json_len, Header};
-use sc::split::Transform;
+use sc::stats::histogram;
+use sc::transform::Transform;
 use std::path::Path;
 
 fn planes() -> (Vec<u8>, Vec<u8>, Vec<u8>) {
@@ -72,32 +73,32 @@ fn bench(c: &mut Criterion) {
 
     let mut g = c.benchmark_group("fast-huffjoint");
     g.throughput(Throughput::Bytes(words.len() as u64));
-    let census = joint::Census::of16(&words);
+    let census = huffjoint::Census::of16(&words);
     let alphabet = census.alphabet().expect("a BF16 block of trained weights");
     let (mut j, mut r, mut keys) = (Vec::new(), Vec::new(), Vec::new());
-    joint::encode_huffman16(
+    huffjoint::encode(
         &alphabet,
         &census.keys(&alphabet),
         &words,
         &mut keys,
         &mut j,
     );
-    joint::encode_raw16(&words, &mut r);
+    huffjoint::encode_raw16(&words, &mut r);
     eprintln!("huffjoint: {:.3} bits/value", bits(j.len() + r.len()));
     g.bench_function("encode", |b| {
         let (mut oj, mut or) = (Vec::new(), Vec::new());
         b.iter(|| {
             oj.clear();
             or.clear();
-            let census = joint::Census::of16(&words);
+            let census = huffjoint::Census::of16(&words);
             let a = census.alphabet().expect("alphabet");
-            joint::encode_huffman16(&a, &census.keys(&a), &words, &mut keys, &mut oj);
-            joint::encode_raw16(&words, &mut or);
+            huffjoint::encode(&a, &census.keys(&a), &words, &mut keys, &mut oj);
+            huffjoint::encode_raw16(&words, &mut or);
         })
     });
     let mut out = vec![0u8; words.len()];
     g.bench_function("decode", |b| {
-        b.iter(|| joint::decode_huffman16(&j, &r, &mut keys, &mut out))
+        b.iter(|| huffjoint::decode(&j, &r, &mut keys, &mut out))
     });
     g.finish();
 
@@ -105,7 +106,7 @@ fn bench(c: &mut Criterion) {
     g.throughput(Throughput::Bytes(2 * n));
     let (mut e, mut m) = (Vec::new(), Vec::new());
     adaptive::encode(&exp, &mut e);
-    adaptive::encode_context(&man, &exp, &mut m);
+    context::encode_context(&man, &exp, &mut m);
     eprintln!(
         "adaptive exponent {:.3} + context sign/mantissa {:.3} bits/value",
         bits(e.len()),
@@ -117,12 +118,12 @@ fn bench(c: &mut Criterion) {
             oe.clear();
             om.clear();
             adaptive::encode(&exp, &mut oe);
-            adaptive::encode_context(&man, &exp, &mut om);
+            context::encode_context(&man, &exp, &mut om);
         })
     });
     let (mut de, mut dm) = (vec![0u8; exp.len()], vec![0u8; man.len()]);
     g.bench_function("decode", |b| {
-        b.iter(|| adaptive::decode_pair(&e, &m, &mut de, &mut dm))
+        b.iter(|| context::decode_pair(&e, &m, &mut de, &mut dm))
     });
     g.finish();
 

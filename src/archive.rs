@@ -1,46 +1,696 @@
-//! Reading an archive's metadata without decoding it: what `sc info` shows.
+//! Reading an archive without decoding all of it: random access to any byte range or tensor
+//! through the index ([`Archive`]), and its description ([`inspect`]).
+//!
+//! The index at the end of the archive maps every block to its place in the original file and
+//! in the archive, so a reader seeks straight to the blocks a range needs. A partial read cannot
+//! check the MD5 of the whole file; what it does check is everything it reads: the file header,
+//! index and trailer checksums, each block record's checksum, and each decoded block's XXH3-64.
 
-use crate::container::{BlockRecord, FileHeader, Footer, Kind};
-use crate::error::{Error, Result};
-use crate::safetensors::Header;
+use crate::container::{self, BlockRecord, FileHeader, Footer, IndexEntry, Kind, Mode};
+use crate::error::{Error, HeaderError, Result};
+use crate::pipeline::decode::{decode_into, decode_one, Block, Counting, Source, Stream};
+use crate::pipeline::pool::Pool;
+use crate::pipeline::{ordered, pools, window, Pools};
+use crate::safetensors::{Header, TensorInfo};
 use std::collections::BTreeMap;
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::ops::Range;
 
-/// Metadata of an archive.
+/// What an [`Archive`] has read and decoded since it was opened.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AccessStats {
+    /// Every byte read from the archive: header, index and trailer included.
+    pub archive_bytes_read: u64,
+    /// Blocks decoded.
+    pub blocks_decoded: u64,
+    /// Archive bytes of those blocks (records and payloads).
+    pub block_bytes_read: u64,
+    /// Original bytes those blocks decoded to, whole blocks counted even when only part of one
+    /// was wanted.
+    pub bytes_decoded: u64,
+}
+
+/// How the archive's bytes divide among the tensors, as [`Archive::stored_bytes`] reports.
+///
+/// `per_tensor.iter().sum() + between_tensors + container` is the archive's length.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StoredBytes {
+    /// Archive bytes attributed to each tensor, in the order of [`Archive::tensors`].
+    pub per_tensor: Vec<u64>,
+    /// Archive bytes attributed to block bytes outside every tensor (padding between tensors,
+    /// trailing data).
+    pub between_tensors: u64,
+    /// File header (with the kept safetensors header), end tag, index and trailer.
+    pub container: u64,
+}
+
+// Seeking leaves the count alone, so over a random-access session `pos` is the bytes read.
+impl<R: Seek> Seek for Counting<R> {
+    fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
+        self.inner.seek(pos)
+    }
+}
+
+/// An archive opened for random access: its tensors, and any byte range or tensor of the
+/// original file, decoding only the blocks that hold it.
+///
+/// Blocks are decoded several at a time in parallel on the current rayon pool (the global
+/// one, or the pool the caller runs in through `ThreadPool::install`).
+///
+/// ```
+/// # let tiny = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/tiny.safetensors"))?;
+/// # std::fs::write("doc-archive.sc", sc::encode_to_vec(&tiny, &Default::default())?)?;
+/// let mut archive = sc::Archive::open(std::fs::File::open("doc-archive.sc")?)?;
+/// for t in archive.tensors() {
+///     println!("{} {} {:?}", t.name, t.dtype_name, t.shape);
+/// }
+/// let name = archive.tensors()[0].name.clone();
+/// let bytes = archive.read_tensor(&name)?;
+/// assert_eq!(bytes.len() as u64, archive.tensor(&name).unwrap().len());
+/// println!("{} bytes from {} blocks", bytes.len(), archive.stats().blocks_decoded);
+/// # std::fs::remove_file("doc-archive.sc")?;
+/// # Ok::<(), sc::Error>(())
+/// ```
+pub struct Archive<R> {
+    input: Counting<R>,
+    header: FileHeader,
+    footer: Footer,
+    archive_len: u64,
+    /// Tensors by data offset; empty for generic archives.
+    tensors: Vec<TensorInfo>,
+    /// The kept header's `__metadata__`, if it has one.
+    metadata: Option<BTreeMap<String, String>>,
+    stats: AccessStats,
+    /// The last block decoded, kept because consecutive small tensors often share one.
+    cache: Option<(usize, Vec<u8>)>,
+    pools: Pools,
+}
+
+/// Where the bytes read go: a writer, or a caller's buffer split block by block.
+enum Sink<'o> {
+    Write(&'o mut (dyn Write + Send)),
+    Slice(&'o mut [u8]),
+}
+
+/// A block decoded for a read: straight into its place in the caller's buffer, or into a
+/// pooled buffer with the place (if any) its wanted part goes.
+enum Decoded<'o> {
+    /// The block's length.
+    InPlace(u64),
+    /// Block number, decoded block, place of its wanted part.
+    Buffered(usize, Vec<u8>, Option<&'o mut [u8]>),
+}
+
+impl<R: Read + Seek + Send> Archive<R> {
+    /// Opens an archive: reads and checks its file header, index and trailer (no blocks).
+    ///
+    /// The index must describe blocks that follow each other without gaps from the end of the
+    /// header to the end tag and cover the original file exactly; the kept safetensors header
+    /// must parse. Any disagreement is an error.
+    pub fn open(inner: R) -> Result<Archive<R>> {
+        let mut input = Counting { inner, pos: 0 };
+        let archive_len = input.seek(SeekFrom::End(0))?;
+        input.seek(SeekFrom::Start(0))?;
+        let header = FileHeader::read(&mut input, Some(archive_len))?;
+        let footer = Footer::read_from_end(&mut input, archive_len)?;
+        check_index(&header, &footer)?;
+        let (tensors, metadata) = match header.kind {
+            // The encoder keeps a header only if it parsed, so one that does not is corruption.
+            Kind::Safetensors => {
+                let json = &header.prefix[8..];
+                let tensors = Header::parse(json, None)
+                    .map_err(Error::KeptHeader)?
+                    .tensors;
+                (tensors, metadata_of(json)?)
+            }
+            Kind::Generic => (Vec::new(), None),
+        };
+        Ok(Archive {
+            stats: AccessStats::default(),
+            input,
+            header,
+            footer,
+            archive_len,
+            tensors,
+            metadata,
+            cache: None,
+            pools: pools(),
+        })
+    }
+
+    /// The mode the archive was made with.
+    pub fn mode(&self) -> Mode {
+        self.header.mode
+    }
+
+    /// Whether the original was a safetensors file (with tensors) or other bytes.
+    pub fn kind(&self) -> Kind {
+        self.header.kind
+    }
+
+    /// Largest block, in original bytes.
+    pub fn block_size(&self) -> u32 {
+        self.header.block_size
+    }
+
+    /// Number of blocks.
+    pub fn blocks(&self) -> u64 {
+        self.footer.index.len() as u64
+    }
+
+    /// Length of the archive in bytes.
+    pub fn archive_len(&self) -> u64 {
+        self.archive_len
+    }
+
+    /// Length of the original file.
+    pub fn original_len(&self) -> u64 {
+        self.footer.original_len
+    }
+
+    /// The MD5 of the original file, if the archive records one.
+    pub fn recorded_md5(&self) -> Result<Option<[u8; 16]>> {
+        self.header.recorded_md5(&self.footer)
+    }
+
+    /// The kept safetensors header's JSON text, as the original file has it.
+    pub fn header_json(&self) -> Option<&str> {
+        header_json(&self.header)
+    }
+
+    /// The kept header's `__metadata__`: its string values as they are, any other value as its
+    /// JSON text. `None` when there is none (and for generic archives).
+    pub fn metadata(&self) -> Option<&BTreeMap<String, String>> {
+        self.metadata.as_ref()
+    }
+
+    /// The tensors of a safetensors archive, ordered by data offset (empty for generic ones).
+    pub fn tensors(&self) -> &[TensorInfo] {
+        &self.tensors
+    }
+
+    /// The tensor called `name`.
+    pub fn tensor(&self, name: &str) -> Option<&TensorInfo> {
+        self.tensors.iter().find(|t| t.name == name)
+    }
+
+    /// What has been read and decoded so far.
+    pub fn stats(&self) -> AccessStats {
+        AccessStats {
+            archive_bytes_read: self.input.pos,
+            ..self.stats
+        }
+    }
+
+    /// Where `t`'s bytes lie in the original file.
+    pub fn tensor_range(&self, t: &TensorInfo) -> Range<u64> {
+        let base = self.header.prefix.len() as u64;
+        base.saturating_add(t.begin)..base.saturating_add(t.end)
+    }
+
+    /// Archive bytes attributed to each tensor.
+    ///
+    /// Each block's stored bytes (record and payloads) are shared among the byte ranges it holds
+    /// in proportion to their lengths, rounded down at every range boundary within the block,
+    /// so the shares of a block add up to its stored length exactly.
+    pub fn stored_bytes(&self) -> StoredBytes {
+        let mut per_tensor = vec![0u64; self.tensors.len()];
+        let mut in_tensors = 0u64;
+        let mut in_blocks = 0u64;
+        let ranges: Vec<Range<u64>> = self.tensors.iter().map(|t| self.tensor_range(t)).collect();
+        for e in &self.footer.index {
+            let (start, raw, stored) = (e.raw_offset, e.raw_len as u64, e.stored_len as u64);
+            in_blocks += stored;
+            // Share of the block's stored bytes up to `pos` bytes into the block.
+            let upto = |pos: u64| stored * pos / raw;
+            let first = ranges.partition_point(|r| r.end <= start);
+            for (k, r) in ranges.iter().enumerate().skip(first) {
+                if r.start >= start + raw {
+                    break;
+                }
+                let from = r.start.max(start) - start;
+                let to = r.end.min(start + raw) - start;
+                let share = upto(to) - upto(from);
+                per_tensor[k] += share;
+                in_tensors += share;
+            }
+        }
+        StoredBytes {
+            per_tensor,
+            between_tensors: in_blocks - in_tensors,
+            container: self.archive_len - in_blocks,
+        }
+    }
+
+    /// Bytes `range` of the original file.
+    pub fn read_range(&mut self, range: Range<u64>) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        if range.end <= self.footer.original_len {
+            out.reserve(range.end.saturating_sub(range.start) as usize);
+        }
+        self.read_range_to(range, &mut out)?;
+        Ok(out)
+    }
+
+    /// Writes bytes `range` of the original file to `out`.
+    pub fn read_range_to<W: Write + Send>(&mut self, range: Range<u64>, out: &mut W) -> Result<()> {
+        self.read(range, Sink::Write(out))
+    }
+
+    /// Reads bytes `range` of the original file into `out`, which must be exactly as long.
+    /// Blocks that lie wholly inside the range are decoded straight into `out`.
+    pub fn read_range_into(&mut self, range: Range<u64>, out: &mut [u8]) -> Result<()> {
+        let len = range.end.saturating_sub(range.start);
+        if out.len() as u64 != len {
+            return Err(Error::InvalidArgument(format!(
+                "a buffer of {} bytes for {len} bytes",
+                out.len()
+            )));
+        }
+        self.read(range, Sink::Slice(out))
+    }
+
+    /// The data of the tensor called `name`.
+    pub fn read_tensor(&mut self, name: &str) -> Result<Vec<u8>> {
+        let range = self.named_range(name)?;
+        self.read_range(range)
+    }
+
+    /// Writes the data of the tensor called `name` to `out`.
+    pub fn read_tensor_to<W: Write + Send>(&mut self, name: &str, out: &mut W) -> Result<()> {
+        let range = self.named_range(name)?;
+        self.read_range_to(range, out)
+    }
+
+    /// Reads the data of the tensor called `name` into `out`, which must be exactly as long
+    /// ([`TensorInfo::len`]).
+    pub fn read_tensor_into(&mut self, name: &str, out: &mut [u8]) -> Result<()> {
+        let range = self.named_range(name)?;
+        self.read_range_into(range, out)
+    }
+
+    /// Writes a safetensors file holding the tensors `names` (each once) to `out`; returns the
+    /// bytes written.
+    ///
+    /// The new header keeps each tensor's dtype and shape, recomputes its `data_offsets`, and
+    /// keeps `__metadata__`. Tensors are laid out by element width, widest first, and in their
+    /// original order within a width (what the reference writer does), so every tensor starts
+    /// at a multiple of its element size; the JSON is padded with spaces to a multiple of 8
+    /// bytes for the same reason.
+    pub fn write_safetensors<W: Write + Send>(
+        &mut self,
+        names: &[&str],
+        out: &mut W,
+    ) -> Result<u64> {
+        let mut chosen: Vec<(usize, u64)> = Vec::new();
+        for name in names {
+            let (k, _) = self.find(name)?;
+            if !chosen.iter().any(|&(c, _)| c == k) {
+                let width = self.tensors[k].dtype.map_or(1, |d| d.width());
+                chosen.push((k, width));
+            }
+        }
+        chosen.sort_by_key(|&(k, width)| (std::cmp::Reverse(width), k));
+        let mut json = serde_json::Map::new();
+        if let Some(meta) = self.metadata_value()? {
+            json.insert("__metadata__".into(), meta);
+        }
+        let mut pos = 0u64;
+        for &(k, _) in &chosen {
+            let t = &self.tensors[k];
+            let len = t.end - t.begin;
+            json.insert(
+                t.name.clone(),
+                serde_json::json!({
+                    "dtype": t.dtype_name,
+                    "shape": t.shape,
+                    "data_offsets": [pos, pos + len],
+                }),
+            );
+            pos += len;
+        }
+        let mut text = serde_json::Value::Object(json).to_string().into_bytes();
+        text.resize(text.len().next_multiple_of(8), b' ');
+        out.write_all(&(text.len() as u64).to_le_bytes())?;
+        out.write_all(&text)?;
+        for (k, _) in chosen {
+            let range = self.tensor_range(&self.tensors[k]);
+            self.read_range_to(range, out)?;
+        }
+        Ok(8 + text.len() as u64 + pos)
+    }
+
+    /// The archive's file header (mode, kind, block size, kept safetensors header).
+    #[cfg(feature = "internals")]
+    #[doc(hidden)]
+    pub fn header(&self) -> &FileHeader {
+        &self.header
+    }
+
+    /// The archive's index and trailer.
+    #[cfg(feature = "internals")]
+    #[doc(hidden)]
+    pub fn footer(&self) -> &Footer {
+        &self.footer
+    }
+
+    fn named_range(&self, name: &str) -> Result<Range<u64>> {
+        self.find(name).map(|(_, range)| range)
+    }
+
+    /// The position of the tensor called `name` in [`Archive::tensors`] and its bytes in the
+    /// original file, which must hold them.
+    fn find(&self, name: &str) -> Result<(usize, Range<u64>)> {
+        let k = self
+            .tensors
+            .iter()
+            .position(|t| t.name == name)
+            .ok_or_else(|| Error::NoSuchTensor(name.to_string()))?;
+        let range = self.tensor_range(&self.tensors[k]);
+        // Only a header that was wrong in the original file (say, a truncated stream) can say
+        // this; the archive holds that file faithfully.
+        if range.end > self.footer.original_len {
+            return Err(Error::Corrupt(format!(
+                "tensor {name:?} ends at byte {}, past the end of the original file ({} bytes)",
+                range.end, self.footer.original_len
+            )));
+        }
+        Ok((k, range))
+    }
+
+    /// The kept header's `__metadata__` entry as it is, if it has one.
+    fn metadata_value(&self) -> Result<Option<serde_json::Value>> {
+        if self.header.kind != Kind::Safetensors {
+            return Ok(None);
+        }
+        let mut value: serde_json::Value = serde_json::from_slice(&self.header.prefix[8..])
+            .map_err(|e| Error::KeptHeader(HeaderError::Json(e.to_string())))?;
+        Ok(value.as_object_mut().and_then(|o| o.remove("__metadata__")))
+    }
+
+    /// Sends bytes `range` of the original file to `sink`, decoding only the blocks that hold
+    /// them, several at a time in parallel.
+    fn read(&mut self, range: Range<u64>, mut sink: Sink<'_>) -> Result<()> {
+        if range.start > range.end || range.end > self.footer.original_len {
+            return Err(Error::InvalidArgument(format!(
+                "bytes {}..{} are not inside the original file of {} bytes",
+                range.start, range.end, self.footer.original_len
+            )));
+        }
+        let prefix = &self.header.prefix;
+        let kept = range.start.min(prefix.len() as u64)..range.end.min(prefix.len() as u64);
+        let kept = &prefix[kept.start as usize..kept.end as usize];
+        // What is left of the caller's buffer, past the parts already given out.
+        let mut rest: &mut [u8] = &mut [];
+        match &mut sink {
+            Sink::Write(w) => w.write_all(kept)?,
+            Sink::Slice(out) => {
+                let (head, tail) = std::mem::take(out).split_at_mut(kept.len());
+                head.copy_from_slice(kept);
+                rest = tail;
+            }
+        }
+        let index = &self.footer.index;
+        let first = index.partition_point(|e| e.raw_offset + e.raw_len as u64 <= range.start);
+        let end = index.partition_point(|e| e.raw_offset < range.end);
+        if first >= end {
+            return Ok(());
+        }
+        let last = end - 1;
+        // The part of block `n` (of `len` bytes) that the range wants, in block coordinates.
+        let wanted = |n: usize, len: u64| {
+            let at = index[n].raw_offset;
+            let from = range.start.max(at) - at;
+            let to = range.end.min(at + len) - at;
+            from as usize..to as usize
+        };
+        let is_slice = matches!(sink, Sink::Slice(_));
+        let mut place = |n: usize| -> Option<&mut [u8]> {
+            if !is_slice {
+                return None;
+            }
+            let (head, tail) =
+                std::mem::take(&mut rest).split_at_mut(wanted(n, index[n].raw_len as u64).len());
+            rest = tail;
+            Some(head)
+        };
+        let mut next = first;
+        if let Some((n, block)) = &self.cache {
+            if *n == first {
+                let part = &block[wanted(first, block.len() as u64)];
+                match (&mut sink, place(first)) {
+                    (_, Some(dest)) => dest.copy_from_slice(part),
+                    (Sink::Write(w), None) => w.write_all(part)?,
+                    (Sink::Slice(_), None) => {}
+                }
+                next += 1;
+            }
+        }
+        let block_size = self.header.block_size;
+        let Archive {
+            input,
+            stats,
+            cache,
+            pools,
+            ..
+        } = self;
+        ordered(
+            window(),
+            &mut || {
+                if next == end {
+                    return Ok(None);
+                }
+                let block = read_block(input, block_size, index, next, &pools.coded)?;
+                let dest = place(next);
+                next += 1;
+                stats.block_bytes_read += block.1.stored_len();
+                Ok(Some((block, dest)))
+            },
+            &|(block, dest)| {
+                let n = block.0 as usize;
+                match dest {
+                    // A whole block wanted: decoded where it goes.
+                    Some(dest) if dest.len() == block.1.raw_len as usize => {
+                        let rec = decode_into(block, dest, pools)?;
+                        Ok(Decoded::InPlace(rec.raw_len as u64))
+                    }
+                    dest => {
+                        decode_one(block, pools).map(|(_, out)| Decoded::Buffered(n, out, dest))
+                    }
+                }
+            },
+            &mut |decoded| {
+                stats.blocks_decoded += 1;
+                let (n, block, dest) = match decoded? {
+                    Decoded::InPlace(len) => {
+                        stats.bytes_decoded += len;
+                        return Ok(());
+                    }
+                    Decoded::Buffered(n, block, dest) => (n, block, dest),
+                };
+                stats.bytes_decoded += block.len() as u64;
+                let part = &block[wanted(n, block.len() as u64)];
+                match (&mut sink, dest) {
+                    (_, Some(dest)) => dest.copy_from_slice(part),
+                    (Sink::Write(w), None) => w.write_all(part)?,
+                    (Sink::Slice(_), None) => {}
+                }
+                if n == last {
+                    *cache = Some((n, block));
+                } else {
+                    pools.blocks.give(block);
+                }
+                Ok(())
+            },
+        )
+    }
+}
+
+/// The `__metadata__` of the header JSON `json`: string values as they are, others as their
+/// JSON text.
+fn metadata_of(json: &[u8]) -> Result<Option<BTreeMap<String, String>>> {
+    let value: serde_json::Value = serde_json::from_slice(json)
+        .map_err(|e| Error::KeptHeader(HeaderError::Json(e.to_string())))?;
+    let Some(meta) = value.get("__metadata__") else {
+        return Ok(None);
+    };
+    let entries = match meta.as_object() {
+        Some(o) => o
+            .iter()
+            .map(|(k, v)| {
+                let text = match v {
+                    serde_json::Value::String(s) => s.clone(),
+                    v => v.to_string(),
+                };
+                (k.clone(), text)
+            })
+            .collect(),
+        None => BTreeMap::from([(String::new(), meta.to_string())]),
+    };
+    Ok(Some(entries))
+}
+
+/// Checks that the index lays the blocks end to end from the header to the end tag and covers
+/// the original file after the kept header exactly, so every later seek and allocation made
+/// from it is bounded by the archive.
+fn check_index(header: &FileHeader, footer: &Footer) -> Result<()> {
+    let mut offset = header.encoded_len();
+    let mut raw = header.prefix.len() as u64;
+    for (n, e) in footer.index.iter().enumerate() {
+        let next = offset.checked_add(e.stored_len as u64);
+        let next_raw = raw.checked_add(e.raw_len as u64);
+        let ok = e.offset == offset
+            && e.raw_offset == raw
+            && e.raw_len > 0
+            && e.raw_len <= header.block_size
+            && next.is_some_and(|o| o <= footer.end_offset)
+            && next_raw.is_some_and(|r| r <= footer.original_len);
+        if !ok {
+            return Err(Error::Corrupt(format!(
+                "index entry {n} does not follow the blocks before it"
+            )));
+        }
+        (offset, raw) = (next.unwrap_or_default(), next_raw.unwrap_or_default());
+    }
+    if offset != footer.end_offset || raw != footer.original_len {
+        return Err(Error::Corrupt(
+            "block index does not cover the archive and the original file".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Reads block `n`'s record and payload, checking the record against the index.
+fn read_block<R: Read + Seek>(
+    input: &mut R,
+    block_size: u32,
+    index: &[IndexEntry],
+    n: usize,
+    buffers: &Pool<Vec<u8>>,
+) -> Result<Block<'static>> {
+    let e = index[n];
+    input.seek(SeekFrom::Start(e.offset))?;
+    let bad = |reason: &str| Error::CorruptBlock {
+        index: n as u64,
+        reason: reason.into(),
+    };
+    let rec = BlockRecord::read(input, block_size, n as u64)?
+        .ok_or_else(|| bad("the index points at the end tag"))?;
+    // Payload lengths are at most the block size, and the index placed the block inside the
+    // archive, so this allocation is bounded by both.
+    if rec.raw_len != e.raw_len || rec.stored_len() != e.stored_len as u64 {
+        return Err(bad("record disagrees with the index"));
+    }
+    let payload = Stream(&mut *input).payload(rec.payload_len() as usize, buffers)?;
+    Ok((n as u64, rec, payload))
+}
+
+/// The kept safetensors header's JSON text of an archive with this header.
+fn header_json(header: &FileHeader) -> Option<&str> {
+    match header.kind {
+        Kind::Safetensors => std::str::from_utf8(&header.prefix[8..]).ok(),
+        Kind::Generic => None,
+    }
+}
+
+/// How much of an archive one codec stores, as [`ArchiveInfo::codecs`] reports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CodecUse {
+    /// Planes stored with it.
+    pub planes: u64,
+    /// Their bytes once decoded.
+    pub original: u64,
+    /// Their payload bytes.
+    pub coded: u64,
+}
+
+/// How many blocks one transform splits, as [`ArchiveInfo::transforms`] reports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TransformUse {
+    /// Blocks split with it.
+    pub blocks: u64,
+    /// Their original bytes.
+    pub original: u64,
+}
+
+/// The description of an archive that [`inspect`] reads: what `sc info` shows.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ArchiveInfo {
-    /// The file header.
-    pub header: FileHeader,
-    /// Index and trailer.
-    pub footer: Footer,
+    /// The container format version.
+    pub format_version: u16,
+    /// The mode it was made with.
+    pub mode: Mode,
+    /// Whether the original was a safetensors file or other bytes.
+    pub kind: Kind,
+    /// Largest block, in original bytes.
+    pub block_size: u32,
+    /// Length of the original file.
+    pub original_len: u64,
     /// Length of the archive.
     pub archive_len: u64,
-    /// The kept safetensors header, parsed (safetensors archives only).
-    pub tensors: Option<Header>,
-    /// Per codec: planes using it, their original bytes, their coded bytes.
-    pub codecs: BTreeMap<&'static str, (u64, u64, u64)>,
-    /// Per transform: blocks using it, their original bytes.
-    pub transforms: BTreeMap<&'static str, (u64, u64)>,
+    /// Number of blocks.
+    pub blocks: u64,
+    /// The MD5 of the original file, when recorded.
+    pub md5: Option<[u8; 16]>,
+    /// Bytes of the original safetensors header kept verbatim (the 8-byte length and the
+    /// JSON); 0 for a generic archive.
+    pub kept_header_len: u64,
+    /// The tensors of a safetensors archive, by data offset (`None` for a generic archive, or
+    /// a kept header that does not parse).
+    pub tensors: Option<Vec<TensorInfo>>,
+    /// Per codec name: the planes it stores.
+    pub codecs: BTreeMap<&'static str, CodecUse>,
+    /// Per transform name: the blocks it splits.
+    pub transforms: BTreeMap<&'static str, TransformUse>,
+    header: FileHeader,
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
+    footer: Footer,
 }
 
 impl ArchiveInfo {
     /// The kept safetensors header's JSON text.
     pub fn header_json(&self) -> Option<&str> {
-        match self.header.kind {
-            Kind::Safetensors => std::str::from_utf8(&self.header.prefix[8..]).ok(),
-            Kind::Generic => None,
+        header_json(&self.header)
+    }
+
+    /// Bytes of tensor data per dtype name, as the header writes it.
+    pub fn dtype_bytes(&self) -> BTreeMap<String, u64> {
+        let mut m = BTreeMap::new();
+        for t in self.tensors.iter().flatten() {
+            *m.entry(t.dtype_name.clone()).or_insert(0) += t.len();
         }
+        m
+    }
+
+    /// The archive's file header.
+    #[cfg(feature = "internals")]
+    #[doc(hidden)]
+    pub fn header(&self) -> &FileHeader {
+        &self.header
+    }
+
+    /// The archive's index and trailer.
+    #[cfg(feature = "internals")]
+    #[doc(hidden)]
+    pub fn footer(&self) -> &Footer {
+        &self.footer
     }
 }
 
-/// Reads header, index, trailer and every block record of a seekable archive.
+/// Reads the header, index, trailer and every block record of a seekable archive, without
+/// decoding any block.
 pub fn inspect<R: Read + Seek>(r: &mut R) -> Result<ArchiveInfo> {
     let archive_len = r.seek(SeekFrom::End(0))?;
     r.seek(SeekFrom::Start(0))?;
     let header = FileHeader::read(r, Some(archive_len))?;
     let footer = Footer::read_from_end(r, archive_len)?;
-    let mut codecs: BTreeMap<&'static str, (u64, u64, u64)> = BTreeMap::new();
-    let mut transforms: BTreeMap<&'static str, (u64, u64)> = BTreeMap::new();
+    let mut codecs: BTreeMap<&'static str, CodecUse> = BTreeMap::new();
+    let mut transforms: BTreeMap<&'static str, TransformUse> = BTreeMap::new();
     for (n, e) in footer.index.iter().enumerate() {
         if e.offset >= footer.end_offset {
             return Err(Error::Corrupt(format!(
@@ -52,25 +702,35 @@ pub fn inspect<R: Read + Seek>(r: &mut R) -> Result<ArchiveInfo> {
             .ok_or_else(|| Error::Corrupt(format!("index entry {n} points at the end tag")))?;
         let plane_len = rec.transform.plane_len(rec.raw_len as usize) as u64;
         let t = transforms.entry(rec.transform.name()).or_default();
-        t.0 += 1;
-        t.1 += rec.raw_len as u64;
+        t.blocks += 1;
+        t.original += rec.raw_len as u64;
         for p in &rec.planes {
             let c = codecs.entry(p.codec.name()).or_default();
-            c.0 += 1;
-            c.1 += plane_len;
-            c.2 += p.coded_len as u64;
+            c.planes += 1;
+            c.original += plane_len;
+            c.coded += p.coded_len as u64;
         }
     }
     let tensors = match header.kind {
-        Kind::Safetensors => Header::parse(&header.prefix[8..], None).ok(),
+        Kind::Safetensors => Header::parse(&header.prefix[8..], None)
+            .ok()
+            .map(|h| h.tensors),
         Kind::Generic => None,
     };
     Ok(ArchiveInfo {
-        header,
-        footer,
+        format_version: container::VERSION,
+        mode: header.mode,
+        kind: header.kind,
+        block_size: header.block_size,
+        original_len: footer.original_len,
         archive_len,
+        blocks: footer.index.len() as u64,
+        md5: header.md5.then_some(footer.md5),
+        kept_header_len: header.prefix.len() as u64,
         tensors,
         codecs,
         transforms,
+        header,
+        footer,
     })
 }

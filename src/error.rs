@@ -4,9 +4,10 @@ use std::io;
 
 /// Everything that can go wrong while encoding, decoding or inspecting an archive.
 ///
-/// Each variant names the problem precisely enough for a one-line CLI message; decoding never
-/// panics on bad input, it ends in one of these.
+/// Each variant names the problem precisely enough for a one-line message; decoding never
+/// panics on bad input, it ends in one of these. New variants may be added.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// Reading or writing failed at the operating-system level.
     #[error(transparent)]
@@ -28,6 +29,9 @@ pub enum Error {
     /// A structure outside the blocks (header, index, trailer) failed validation.
     #[error("corrupt archive: {0}")]
     Corrupt(String),
+    /// The safetensors header kept in the archive does not validate.
+    #[error("corrupt archive: kept safetensors header: {0}")]
+    KeptHeader(HeaderError),
     /// One block failed validation or decoding; `index` counts blocks from 0.
     #[error("corrupt block {index}: {reason}")]
     CorruptBlock {
@@ -36,14 +40,20 @@ pub enum Error {
         /// What was wrong with it.
         reason: String,
     },
-    /// The decoded data does not have the MD5 recorded at encode time (or given by the user).
+    /// The decoded data does not have the MD5 recorded at encode time.
     #[error("MD5 mismatch: expected {expected}, got {actual}")]
     Md5Mismatch {
-        /// The MD5 that should have been seen.
+        /// The MD5 that should have been seen (lower-case hex).
         expected: String,
-        /// The MD5 of what was decoded.
+        /// The MD5 of what was decoded (lower-case hex).
         actual: String,
     },
+    /// A file read as safetensors is not one.
+    #[error("not a safetensors file: {0}")]
+    NotSafetensors(HeaderError),
+    /// The archive has no tensor of this name.
+    #[error("no tensor named {0:?}")]
+    NoSuchTensor(String),
     /// An option or argument is out of range.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
@@ -52,24 +62,101 @@ pub enum Error {
 /// Shorthand for results of this crate.
 pub type Result<T> = std::result::Result<T, Error>;
 
-/// A decoding failure inside one plane or block; the pipeline adds the block number.
+/// Why bytes are not a valid safetensors header (8-byte little-endian length, then JSON).
 ///
-/// Kept as a static string so the hot paths never allocate for errors.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CodecError(pub &'static str);
-
-impl std::fmt::Display for CodecError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.0)
-    }
+/// An input whose header does not validate is still encoded, as plain bytes
+/// ([`crate::EncodeReport::generic_reason`] says why).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum HeaderError {
+    /// Fewer than the 8 bytes of the length field.
+    #[error("shorter than a safetensors header")]
+    TooShort,
+    /// The length field cannot be right: over the 100 MiB limit, past the end of the input, or
+    /// too short for a JSON object.
+    #[error("header length {0} is implausible")]
+    ImplausibleLength(u64),
+    /// The input ends before the JSON text does.
+    #[error("input ends inside the header")]
+    EndsInsideHeader,
+    /// The JSON text does not parse.
+    #[error("header is not valid JSON: {0}")]
+    Json(String),
+    /// The JSON is not an object.
+    #[error("header JSON is not an object")]
+    NotAnObject,
+    /// One tensor's entry is invalid.
+    #[error("tensor {name:?}: {problem}")]
+    Tensor {
+        /// The tensor's name.
+        name: String,
+        /// What is wrong with its entry.
+        problem: TensorProblem,
+    },
+    /// Two tensors' data overlap.
+    #[error("tensors {0:?} and {1:?} overlap")]
+    Overlap(String, String),
+    /// A tensor ends past the data the input holds.
+    #[error("tensor {name:?} ends at {end} but the payload has {payload} bytes")]
+    PastEnd {
+        /// The tensor's name.
+        name: String,
+        /// Where its data ends, relative to the end of the header.
+        end: u64,
+        /// Bytes after the header.
+        payload: u64,
+    },
 }
 
-impl CodecError {
-    /// Attaches the block number, turning this into a library error.
-    pub fn in_block(self, index: u64) -> Error {
-        Error::CorruptBlock {
-            index,
-            reason: self.0.to_string(),
+/// What is wrong with one tensor's entry in a safetensors header.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TensorProblem {
+    /// No `dtype` string.
+    #[error("missing dtype")]
+    MissingDtype,
+    /// No `shape` list.
+    #[error("missing shape")]
+    MissingShape,
+    /// `shape` holds something other than non-negative integers.
+    #[error("shape is not a list of integers")]
+    BadShape,
+    /// No `data_offsets` list.
+    #[error("missing data_offsets")]
+    MissingOffsets,
+    /// `data_offsets` holds something other than non-negative integers.
+    #[error("data_offsets not integers")]
+    BadOffsets,
+    /// `data_offsets` does not hold exactly two entries.
+    #[error("data_offsets must have two entries")]
+    OffsetsNotPair,
+    /// The end offset is below the start.
+    #[error("data_offsets are reversed")]
+    ReversedOffsets,
+    /// The element count overflows.
+    #[error("shape overflows")]
+    ShapeOverflow,
+    /// Shape and dtype give another byte count than the offsets.
+    #[error("shape x dtype is {expected} bytes but data_offsets span {span}")]
+    SizeMismatch {
+        /// Bytes that shape and dtype call for.
+        expected: u64,
+        /// Bytes between the offsets.
+        span: u64,
+    },
+}
+
+impl From<Error> for io::Error {
+    /// An [`Error::Io`] gives back its I/O error; every other error becomes
+    /// [`io::ErrorKind::InvalidData`] (or `Other`) carrying it, for [`std::io::Read`] and
+    /// [`std::io::Write`] implementations.
+    fn from(e: Error) -> io::Error {
+        match e {
+            Error::Io(e) => e,
+            Error::InvalidArgument(_) | Error::NoSuchTensor(_) => {
+                io::Error::new(io::ErrorKind::InvalidInput, e)
+            }
+            e => io::Error::new(io::ErrorKind::InvalidData, e),
         }
     }
 }

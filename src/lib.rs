@@ -1,40 +1,115 @@
 //! `sc`: lossless compression for LLM weight files.
 //!
-//! A safetensors file's tensor data is cut into blocks; each block is split into byte planes
-//! (for 16-bit floats: the predictable exponent and the near-random sign/mantissa bits) and each
-//! plane is entropy-coded with sc's own coders: canonical Huffman in FAST mode, a range coder
-//! with adaptive, exponent-conditioned models in BEST mode. The `.sc` container keeps the
-//! original header verbatim, checksums every block and records the MD5 of the whole file (BEST,
-//! or [`EncodeOptions::md5`]). Any other file round-trips through the same pipeline.
+//! `sc` compresses model weight files (`.safetensors`, mostly BF16) byte for byte into a `.sc`
+//! archive, smaller than general-purpose compressors make them because it knows their
+//! structure: the tensor data is cut into blocks (1 MiB by default), each block is split into
+//! byte planes by dtype (the predictable exponent of a float apart from its near-random sign
+//! and mantissa bits), and each plane is entropy-coded by sc's own coders. Two modes:
 //!
-//! ```no_run
-//! use sc::{decode, encode, DecodeOptions, EncodeOptions};
-//! let input = std::fs::read("model.safetensors")?;
-//! let mut archive = Vec::new();
-//! encode(&input[..], Some(input.len() as u64), &mut archive, &EncodeOptions::default(), &mut |_| {})?;
-//! let mut restored = Vec::new();
-//! decode(&archive[..], &mut restored, &DecodeOptions { check_md5: true, ..Default::default() }, &mut |_| {})?;
-//! assert_eq!(input, restored);
+//! - [`Mode::Fast`]: Huffman coding of the exponent and top mantissa bits, the rest stored raw;
+//!   decodes faster than most files can be copied.
+//! - [`Mode::Best`]: a range coder with adaptive models; the smallest archives.
+//!
+//! The archive keeps the original safetensors header verbatim, checksums every block (XXH3-64)
+//! and can record the MD5 of the whole file; its index gives random access to any tensor
+//! ([`Archive`]). Any other file round-trips as well, as plain bytes. Blocks are coded in
+//! parallel on the current rayon pool, or on a pool of [`EncodeOptions::threads`], and memory
+//! stays bounded whatever the file's size. The format is specified in `docs/FORMAT.md`.
+//!
+//! # Compress and restore
+//!
+//! In memory:
+//!
+//! ```
+//! let weights = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/tiny.safetensors"))?;
+//! let archive = sc::encode_to_vec(&weights, &sc::EncodeOptions::new(sc::Mode::Best))?;
+//! let restored = sc::decode_to_vec(&archive, &sc::DecodeOptions::default())?;
+//! assert_eq!(restored, weights);
 //! # Ok::<(), sc::Error>(())
 //! ```
+//!
+//! From any reader to any writer ([`encode`], [`decode`], [`decode_file`] for archive files),
+//! or as adapters in a chain of readers and writers ([`Encoder`], [`Decoder`]):
+//!
+//! ```
+//! use std::io::Read;
+//! # let weights = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/tiny.safetensors"))?;
+//! let mut archive = Vec::new();
+//! let report = sc::encode(&weights[..], &mut archive, &sc::EncodeOptions::default())?;
+//! println!("{} -> {} bytes", report.original_len, report.archive_len);
+//! let mut restored = Vec::new();
+//! sc::Decoder::new(std::io::Cursor::new(archive), &sc::DecodeOptions::default())?
+//!     .read_to_end(&mut restored)?;
+//! assert_eq!(restored, weights);
+//! # Ok::<(), sc::Error>(())
+//! ```
+//!
+//! # Read one tensor
+//!
+//! ```
+//! # let weights = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/tiny.safetensors"))?;
+//! # let archive = sc::encode_to_vec(&weights, &sc::EncodeOptions::default())?;
+//! let mut archive = sc::Archive::open(std::io::Cursor::new(archive))?;
+//! let name = archive.tensors()[0].name.clone();
+//! let data = archive.read_tensor(&name)?;
+//! // Only the blocks that hold it were decoded.
+//! assert!(archive.stats().blocks_decoded <= archive.blocks());
+//! # assert_eq!(data.len() as u64, archive.tensors()[0].len());
+//! # Ok::<(), sc::Error>(())
+//! ```
+//!
+//! Every failure is an [`Error`] naming the problem; no input, however corrupt, makes the
+//! library panic, hang or allocate beyond what the input's real size allows.
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
+#![deny(unsafe_code)]
 
-pub mod access;
-pub mod analysis;
-pub mod archive;
-pub mod container;
-pub mod entropy;
-pub mod error;
-pub mod experiments;
-pub mod pipeline;
-pub mod safetensors;
-pub mod shuffle;
-pub mod split;
+/// Declares a module that the `internals` feature makes public (hidden from the
+/// documentation) for the crate's tests, fuzz targets and benches; private otherwise.
+macro_rules! internal {
+    ($($name:ident),* $(,)?) => {$(
+        #[cfg(feature = "internals")]
+        #[doc(hidden)]
+        pub mod $name;
+        #[cfg(not(feature = "internals"))]
+        mod $name;
+    )*};
+}
 
-pub use access::{AccessStats, Archive, StoredBytes};
-pub use archive::{inspect, ArchiveInfo};
+internal!(
+    choice,
+    codec,
+    container,
+    pipeline,
+    read,
+    safetensors,
+    stats,
+    transform
+);
+
+mod archive;
+mod error;
+#[cfg(feature = "lab")]
+pub mod lab;
+mod stream;
+
+pub use archive::{
+    inspect, AccessStats, Archive, ArchiveInfo, CodecUse, StoredBytes, TransformUse,
+};
 pub use container::{Kind, Mode};
-pub use error::{Error, Result};
-pub use pipeline::decode::{decode, decode_file, decode_slice, DecodeOptions, DecodeReport};
-pub use pipeline::encode::{encode, EncodeOptions, EncodeReport};
+pub use error::{Error, HeaderError, Result, TensorProblem};
+pub use pipeline::decode::{decode, decode_file, decode_to_vec, DecodeOptions, DecodeReport};
+pub use pipeline::encode::{encode, encode_to_vec, EncodeOptions, EncodeReport};
+pub use safetensors::{Dtype, TensorInfo};
+pub use stream::{Decoder, Encoder};
+
+/// First bytes of every archive: what tells an archive from other files.
+pub const MAGIC: [u8; 4] = container::MAGIC;
+/// The container format version this build writes and reads.
+pub const FORMAT_VERSION: u16 = container::VERSION;
+/// Smallest block size ([`EncodeOptions::block_size`]).
+pub const MIN_BLOCK_SIZE: u32 = container::MIN_BLOCK_SIZE;
+/// Largest block size.
+pub const MAX_BLOCK_SIZE: u32 = container::MAX_BLOCK_SIZE;
+/// Default block size: 1 MiB.
+pub const DEFAULT_BLOCK_SIZE: u32 = container::DEFAULT_BLOCK_SIZE;

@@ -4,17 +4,16 @@
 //! header that fails validation only sends the file down the generic path. Validation is still
 //! strict, because a wrong tensor map would split data along the wrong element boundaries.
 
-use crate::container::read_exact_or;
+use crate::error::{HeaderError, TensorProblem};
 use serde_json::Value;
-use std::collections::BTreeMap;
-use std::io::{Read, Seek, SeekFrom};
 
 /// Largest JSON header accepted, as in the reference implementation.
 pub const MAX_HEADER_LEN: u64 = 100 << 20;
 
-/// Element types defined by the safetensors format.
+/// Element types defined by the safetensors format; more may be added.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[allow(missing_docs)]
+#[non_exhaustive]
 pub enum Dtype {
     Bool,
     U8,
@@ -34,7 +33,7 @@ pub enum Dtype {
 }
 
 impl Dtype {
-    /// Parses the header's dtype string.
+    /// Parses the header's dtype string (`"BF16"`, `"F8_E4M3"`...).
     pub fn parse(s: &str) -> Option<Dtype> {
         use Dtype::*;
         Some(match s {
@@ -69,8 +68,9 @@ impl Dtype {
     }
 }
 
-/// One tensor entry of the header.
+/// One tensor of a safetensors header: name, dtype, shape and where its bytes lie.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TensorInfo {
     /// Tensor name as in the JSON.
     pub name: String,
@@ -80,16 +80,29 @@ pub struct TensorInfo {
     pub dtype: Option<Dtype>,
     /// Shape.
     pub shape: Vec<u64>,
-    /// Start of the data, relative to the end of the header.
+    /// Start of the data, relative to the end of the header (the header's `data_offsets`).
     pub begin: u64,
     /// End of the data (exclusive), relative to the end of the header.
     pub end: u64,
+}
+
+impl TensorInfo {
+    /// Bytes of data.
+    pub fn len(&self) -> u64 {
+        self.end - self.begin
+    }
+
+    /// Whether the tensor holds no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.end == self.begin
+    }
 }
 
 /// A validated safetensors header.
 #[derive(Clone, Debug, Default)]
 pub struct Header {
     /// Length of the JSON text (the value of the 8-byte prefix).
+    #[cfg_attr(not(feature = "lab"), allow(dead_code))]
     pub json_len: u64,
     /// Tensors ordered by their data offset; their byte ranges do not overlap.
     pub tensors: Vec<TensorInfo>,
@@ -97,6 +110,7 @@ pub struct Header {
 
 impl Header {
     /// Bytes before the tensor data: the 8-byte length and the JSON text.
+    #[cfg(feature = "lab")]
     pub fn prefix_len(&self) -> u64 {
         8 + self.json_len
     }
@@ -105,10 +119,10 @@ impl Header {
     ///
     /// `payload_len` is the number of bytes after the header when known (a file), `None` for a
     /// stream; with it, every tensor must lie inside the payload.
-    pub fn parse(json: &[u8], payload_len: Option<u64>) -> Result<Header, String> {
+    pub fn parse(json: &[u8], payload_len: Option<u64>) -> Result<Header, HeaderError> {
         let value: Value =
-            serde_json::from_slice(json).map_err(|e| format!("header is not valid JSON: {e}"))?;
-        let obj = value.as_object().ok_or("header JSON is not an object")?;
+            serde_json::from_slice(json).map_err(|e| HeaderError::Json(e.to_string()))?;
+        let obj = value.as_object().ok_or(HeaderError::NotAnObject)?;
         let mut tensors = Vec::with_capacity(obj.len());
         for (name, entry) in obj {
             if name == "__metadata__" {
@@ -119,18 +133,19 @@ impl Header {
         tensors.sort_by_key(|t| (t.begin, t.end));
         for pair in tensors.windows(2) {
             if pair[0].end > pair[1].begin {
-                return Err(format!(
-                    "tensors {:?} and {:?} overlap",
-                    pair[0].name, pair[1].name
+                return Err(HeaderError::Overlap(
+                    pair[0].name.clone(),
+                    pair[1].name.clone(),
                 ));
             }
         }
         if let (Some(len), Some(last)) = (payload_len, tensors.last()) {
             if last.end > len {
-                return Err(format!(
-                    "tensor {:?} ends at {} but the payload has {} bytes",
-                    last.name, last.end, len
-                ));
+                return Err(HeaderError::PastEnd {
+                    name: last.name.clone(),
+                    end: last.end,
+                    payload: len,
+                });
             }
         }
         Ok(Header {
@@ -138,59 +153,48 @@ impl Header {
             tensors,
         })
     }
-
-    /// Bytes of tensor data per dtype name.
-    pub fn dtype_bytes(&self) -> BTreeMap<String, u64> {
-        let mut m = BTreeMap::new();
-        for t in &self.tensors {
-            *m.entry(t.dtype_name.clone()).or_insert(0) += t.end - t.begin;
-        }
-        m
-    }
 }
 
-fn parse_entry(name: &str, entry: &Value) -> Result<TensorInfo, String> {
-    let bad = |what: &str| format!("tensor {name:?}: {what}");
+fn parse_entry(name: &str, entry: &Value) -> Result<TensorInfo, HeaderError> {
+    let bad = |problem: TensorProblem| HeaderError::Tensor {
+        name: name.to_string(),
+        problem,
+    };
     let dtype_name = entry
         .get("dtype")
         .and_then(Value::as_str)
-        .ok_or_else(|| bad("missing dtype"))?
+        .ok_or_else(|| bad(TensorProblem::MissingDtype))?
         .to_string();
     let shape = entry
         .get("shape")
         .and_then(Value::as_array)
-        .ok_or_else(|| bad("missing shape"))?
+        .ok_or_else(|| bad(TensorProblem::MissingShape))?
         .iter()
-        .map(|d| {
-            d.as_u64()
-                .ok_or_else(|| bad("shape is not a list of integers"))
-        })
-        .collect::<Result<Vec<u64>, String>>()?;
+        .map(|d| d.as_u64().ok_or_else(|| bad(TensorProblem::BadShape)))
+        .collect::<Result<Vec<u64>, HeaderError>>()?;
     let offsets = entry
         .get("data_offsets")
         .and_then(Value::as_array)
-        .ok_or_else(|| bad("missing data_offsets"))?;
+        .ok_or_else(|| bad(TensorProblem::MissingOffsets))?;
+    let offset = |v: &Value| v.as_u64().ok_or_else(|| bad(TensorProblem::BadOffsets));
     let (begin, end) = match offsets.as_slice() {
-        [b, e] => (
-            b.as_u64().ok_or_else(|| bad("data_offsets not integers"))?,
-            e.as_u64().ok_or_else(|| bad("data_offsets not integers"))?,
-        ),
-        _ => return Err(bad("data_offsets must have two entries")),
+        [b, e] => (offset(b)?, offset(e)?),
+        _ => return Err(bad(TensorProblem::OffsetsNotPair)),
     };
     if begin > end {
-        return Err(bad("data_offsets are reversed"));
+        return Err(bad(TensorProblem::ReversedOffsets));
     }
     let dtype = Dtype::parse(&dtype_name);
     if let Some(dt) = dtype {
         let expected = shape
             .iter()
             .try_fold(dt.width(), |acc, &d| acc.checked_mul(d))
-            .ok_or_else(|| bad("shape overflows"))?;
+            .ok_or_else(|| bad(TensorProblem::ShapeOverflow))?;
         if expected != end - begin {
-            return Err(bad(&format!(
-                "shape x dtype is {expected} bytes but data_offsets span {}",
-                end - begin
-            )));
+            return Err(bad(TensorProblem::SizeMismatch {
+                expected,
+                span: end - begin,
+            }));
         }
     }
     Ok(TensorInfo {
@@ -208,26 +212,6 @@ pub fn json_len(first8: &[u8; 8]) -> u64 {
     u64::from_le_bytes(*first8)
 }
 
-/// Reads and validates the header of the safetensors file `r` (from its start); returns it with
-/// the file's length. Anything else is [`crate::Error::InvalidArgument`] saying why the file is
-/// not safetensors, so a command can name the problem in one line.
-pub fn read_file_header<R: Read + Seek>(r: &mut R) -> crate::Result<(Header, u64)> {
-    let file_len = r.seek(SeekFrom::End(0))?;
-    r.seek(SeekFrom::Start(0))?;
-    let not_st =
-        |why: String| crate::Error::InvalidArgument(format!("not a safetensors file: {why}"));
-    let mut first = [0u8; 8];
-    read_exact_or(r, &mut first, "safetensors header").map_err(|_| not_st("too short".into()))?;
-    let n = json_len(&first);
-    if n > MAX_HEADER_LEN || n + 8 > file_len {
-        return Err(not_st(format!("header length {n} is implausible")));
-    }
-    let mut json = vec![0u8; n as usize];
-    read_exact_or(r, &mut json, "safetensors header")?;
-    let header = Header::parse(&json, Some(file_len - 8 - n)).map_err(not_st)?;
-    Ok((header, file_len))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -237,12 +221,19 @@ mod tests {
         let j = br#"{"a":{"dtype":"BF16","shape":[3],"data_offsets":[0,4]}}"#;
         assert!(Header::parse(j, None)
             .unwrap_err()
+            .to_string()
             .contains("shape x dtype"));
         let j = br#"{"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},
                      "b":{"dtype":"U8","shape":[4],"data_offsets":[2,6]}}"#;
-        assert!(Header::parse(j, None).unwrap_err().contains("overlap"));
+        assert!(matches!(
+            Header::parse(j, None),
+            Err(HeaderError::Overlap(..))
+        ));
         let j = br#"{"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}}"#;
-        assert!(Header::parse(j, Some(3)).unwrap_err().contains("payload"));
+        assert!(matches!(
+            Header::parse(j, Some(3)),
+            Err(HeaderError::PastEnd { end: 4, .. })
+        ));
         assert_eq!(Header::parse(j, Some(4)).unwrap().tensors.len(), 1);
     }
 }

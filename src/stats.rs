@@ -1,10 +1,5 @@
-//! Entropy coders written for sc: a length-limited canonical Huffman coder (FAST) and a 32-bit
-//! range coder with a static per-plane model (BEST), plus the byte histogram both start from.
-
-pub mod adaptive;
-pub mod huffman;
-pub mod joint;
-pub mod range;
+//! Byte histograms and order-0 entropies: what the codec choice measures and what the coders
+//! with transmitted tables start from.
 
 /// Byte frequencies of `data`.
 ///

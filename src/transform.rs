@@ -5,7 +5,7 @@
 //! Integers are split into byte planes, most significant first, so that the high bytes of
 //! small values (ids, counts) become constant planes.
 
-use crate::error::CodecError;
+use crate::codec::CodecError;
 
 /// Most planes any transform produces.
 pub const MAX_PLANES: usize = 8;
@@ -205,70 +205,6 @@ impl Transform {
     }
 }
 
-/// The transform a block planned as `planned` is coded with, measured on its bytes `raw`:
-/// 16-bit floats take [`choose16`] unless `keep_exp16` (BEST, whose context model is built for
-/// the exponent-aligned split), 32- and 64-bit integers [`choose_delta`], others as planned.
-pub fn refine(planned: Transform, raw: &[u8], keep_exp16: bool) -> Transform {
-    match planned {
-        Transform::Exp16 if !keep_exp16 => choose16(raw, false),
-        Transform::Split32 | Transform::Split64 => choose_delta(raw, planned),
-        t => t,
-    }
-}
-
-/// Picks the 16-bit split whose planes measure cheaper for the block `raw`.
-///
-/// Measures order-0 entropies on at least 16K elements (all of a small block, every 16th of a
-/// 1 MiB one: a denser sample there costs more than the coding it guides): plane 0 alone when
-/// plane 1 will be stored raw (`code_plane1` false, FAST), both planes otherwise. Real BF16 weights almost always
-/// favour [`Transform::Exp16`]; F16 and unusual data may not, hence the measurement.
-pub fn choose16(raw: &[u8], code_plane1: bool) -> Transform {
-    let mut h = [[0u32; 256]; 4];
-    let step = (raw.len() / 2 / 16384).clamp(1, 16);
-    for c in raw.chunks_exact(2).step_by(step) {
-        let w = u16::from_le_bytes([c[0], c[1]]);
-        h[0][(w >> 8) as usize] += 1;
-        h[1][(w & 0xFF) as usize] += 1;
-        h[2][((w >> 7) & 0xFF) as usize] += 1;
-        h[3][(((w >> 8) & 0x80) | (w & 0x7F)) as usize] += 1;
-    }
-    let e = |k: usize| crate::entropy::entropy_bits(&h[k]);
-    let (split, exp) = if code_plane1 {
-        (e(0) + e(1), e(2) + e(3))
-    } else {
-        (e(0), e(2))
-    };
-    if exp <= split {
-        Transform::Exp16
-    } else {
-        Transform::Split16
-    }
-}
-
-/// Picks byte planes of the values (`plain`, [`Transform::Split32`] or [`Transform::Split64`])
-/// or of their differences for the integer block `raw`, whichever planes have the lower summed
-/// order-0 entropy. Integer tensors are small next to the weights, so every element is counted.
-pub fn choose_delta(raw: &[u8], plain: Transform) -> Transform {
-    let delta = match plain {
-        Transform::Split32 => Transform::Delta32,
-        Transform::Split64 => Transform::Delta64,
-        t => return t,
-    };
-    let cost = |t: Transform| {
-        let mut planes = vec![Vec::new(); t.planes()];
-        t.split(raw, &mut planes);
-        planes
-            .iter()
-            .map(|p| crate::entropy::entropy_bits(&crate::entropy::histogram(p)))
-            .sum::<f64>()
-    };
-    if cost(delta) < cost(plain) {
-        delta
-    } else {
-        plain
-    }
-}
-
 /// Splits `W`-byte little-endian elements into `W` planes with `f(element) -> plane bytes`.
 ///
 /// The plane slices are cut to exactly `n` first so the compiler can drop the bounds checks
@@ -366,24 +302,12 @@ mod tests {
     }
 
     #[test]
-    fn delta_makes_sequences_constant_and_is_chosen_for_them() {
+    fn delta_makes_sequences_constant() {
         let ids: Vec<u8> = (1000..1300u64).flat_map(u64::to_le_bytes).collect();
         let planes = roundtrip(Transform::Delta64, &ids);
         assert_eq!(planes[7][0], 0xE8); // 1000 = 0x3E8, taken against 0
         assert!(planes[7][1..].iter().all(|&b| b == 1));
         assert!(planes[..7].iter().all(|p| p[1..].iter().all(|&b| b == 0)));
-        assert_eq!(choose_delta(&ids, Transform::Split64), Transform::Delta64);
-        // Small unordered values: their differences spread wider than they do.
-        let mut x = 0x2545_F491u32;
-        let noise: Vec<u8> = (0..300)
-            .flat_map(|_| {
-                x ^= x << 13;
-                x ^= x >> 17;
-                x ^= x << 5;
-                (x >> 22).to_le_bytes()
-            })
-            .collect();
-        assert_eq!(choose_delta(&noise, Transform::Split32), Transform::Split32);
     }
 
     #[test]

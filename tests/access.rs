@@ -1,15 +1,12 @@
-//! Random access: tensors and byte ranges read through the index (`sc::Archive`), `sc list` and
-//! `sc extract`, and how many blocks a read decodes.
+//! Random access: tensors and byte ranges read through the index (`sc::Archive`), and how many
+//! blocks a read decodes. `sc list` and `sc extract` are tested in `cli/tests/access.rs`.
 
 mod common;
 
-use common::{encode_to_vec, fails, ok, safetensors, sc, Rng};
+use common::{check_layout, encode_to_vec, safetensors, tensor_ranges, Rng};
 use sc::container::{FileHeader, Footer};
-use sc::safetensors::Header;
 use sc::{Archive, EncodeOptions, Error, Mode};
 use std::io::Cursor;
-use std::ops::Range;
-use std::path::Path;
 
 const SAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/sample.safetensors");
 const MIB: usize = 1 << 20;
@@ -20,26 +17,6 @@ fn sample() -> Vec<u8> {
 
 fn open(archive: &[u8]) -> Archive<Cursor<&[u8]>> {
     Archive::open(Cursor::new(archive)).expect("open a good archive")
-}
-
-/// Where each tensor's bytes are in `file`, by name, from its own header.
-fn tensor_ranges(file: &[u8]) -> Vec<(String, Range<usize>)> {
-    let json_len = u64::from_le_bytes(file[..8].try_into().unwrap()) as usize;
-    let h = Header::parse(
-        &file[8..8 + json_len],
-        Some((file.len() - 8 - json_len) as u64),
-    )
-    .expect("valid safetensors");
-    let base = 8 + json_len;
-    h.tensors
-        .iter()
-        .map(|t| {
-            (
-                t.name.clone(),
-                base + t.begin as usize..base + t.end as usize,
-            )
-        })
-        .collect()
 }
 
 /// BF16 values looking like trained weights: random sign and mantissa, exponents near 2^-4.
@@ -128,7 +105,7 @@ fn every_tensor_and_range_at_every_block_size_and_mode() {
             ));
             assert!(matches!(
                 a.read_tensor("no such tensor"),
-                Err(Error::InvalidArgument(_))
+                Err(Error::NoSuchTensor(n)) if n == "no such tensor"
             ));
         }
     }
@@ -182,23 +159,6 @@ fn a_tensor_decodes_only_its_blocks() {
     assert_eq!(a.stats().blocks_decoded, 1);
 }
 
-/// Parses an extracted safetensors file and checks its layout: no holes, every tensor aligned
-/// to its element size, the header padded to 8 bytes.
-fn check_layout(file: &[u8]) -> (Header, serde_json::Value) {
-    let json_len = u64::from_le_bytes(file[..8].try_into().unwrap()) as usize;
-    assert_eq!((8 + json_len) % 8, 0, "data does not start 8-aligned");
-    let json = &file[8..8 + json_len];
-    let h = Header::parse(json, Some((file.len() - 8 - json_len) as u64)).expect("parses");
-    let mut end = 0;
-    for t in &h.tensors {
-        assert_eq!(t.begin, end, "hole or overlap before {}", t.name);
-        assert_eq!(t.begin % t.dtype.map_or(1, |d| d.width()), 0, "{}", t.name);
-        end = t.end;
-    }
-    assert_eq!(end as usize, file.len() - 8 - json_len, "trailing bytes");
-    (h, serde_json::from_slice(json).unwrap())
-}
-
 #[test]
 fn extracted_safetensors_parse_and_match() {
     let original = sample();
@@ -247,7 +207,7 @@ fn extracted_safetensors_parse_and_match() {
     }
     assert!(matches!(
         a.write_safetensors(&["embeddings.LayerNorm.bias", "nope"], &mut Vec::new()),
-        Err(Error::InvalidArgument(m)) if m.contains("nope")
+        Err(Error::NoSuchTensor(m)) if m == "nope"
     ));
 }
 
@@ -312,14 +272,7 @@ fn tensors_missing_from_a_truncated_original() {
     let (cut_name, cut) = ranges.last().unwrap().clone();
     let short = &original[..cut.start + 10];
     let mut archive = Vec::new();
-    sc::encode(
-        short,
-        None,
-        &mut archive,
-        &EncodeOptions::default(),
-        &mut |_| {},
-    )
-    .unwrap();
+    sc::encode(short, &mut archive, &EncodeOptions::default()).unwrap();
     let mut a = open(&archive);
     assert_eq!(a.tensors().len(), ranges.len());
     let (name, range) = &ranges[0];
@@ -439,130 +392,4 @@ fn index_that_disagrees_with_the_blocks_is_rejected() {
         arc.read_range(first),
         Err(Error::CorruptBlock { index, .. }) if index == i as u64
     ));
-}
-
-// ---------------------------------------------------------------------------------------------
-// The command line
-// ---------------------------------------------------------------------------------------------
-
-#[test]
-fn cli_list_and_extract_on_a_streamed_archive() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let original = sample();
-    // Encoded from a pipe to a pipe: the index at the end makes the landed file seekable.
-    let streamed = ok(sc(
-        d,
-        &["encode", "-", "-c", "-b", "64K"],
-        Some(Path::new(SAMPLE)),
-    ))
-    .stdout;
-    std::fs::write(d.join("m.safetensors.sc"), &streamed).unwrap();
-    let listing = String::from_utf8(ok(sc(d, &["list", "m.safetensors.sc"], None)).stdout).unwrap();
-    let a = open(&streamed);
-    let sizes = a.stored_bytes();
-    for (t, stored) in a.tensors().iter().zip(&sizes.per_tensor) {
-        let line = listing
-            .lines()
-            .find(|l| l.starts_with(&format!("{} ", t.name)))
-            .unwrap_or_else(|| panic!("{} not listed:\n{listing}", t.name));
-        let cols: Vec<&str> = line.split_whitespace().collect();
-        assert_eq!(cols[1], t.dtype_name);
-        assert!(
-            cols.contains(&(t.end - t.begin).to_string().as_str()),
-            "{line}"
-        );
-        assert!(cols.contains(&stored.to_string().as_str()), "{line}");
-    }
-    let total = listing.lines().find(|l| l.starts_with("total")).unwrap();
-    let tensor_bytes: u64 = a.tensors().iter().map(|t| t.end - t.begin).sum();
-    let stored: u64 = sizes.per_tensor.iter().sum();
-    assert!(total.contains(&format!(" {tensor_bytes} ")), "{total}");
-    assert!(total.contains(&format!(" {stored} ")), "{total}");
-    assert!(
-        listing.contains(&format!("archive: {} bytes", streamed.len())),
-        "{listing}"
-    );
-
-    // Default name, -v statistics, then no overwrite without -f.
-    let want = tensor_ranges(&original);
-    let name = "encoder.layer.0.attention.self.query.weight";
-    let range = want.iter().find(|(n, _)| n == name).unwrap().1.clone();
-    let out = ok(sc(
-        d,
-        &["extract", "m.safetensors.sc", "-t", name, "-v"],
-        None,
-    ));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("decoded 5 of"), "{err}");
-    let file = std::fs::read(d.join("m.extract.safetensors")).unwrap();
-    let (h, _) = check_layout(&file);
-    let base = 8 + h.json_len as usize;
-    assert!(file[base..] == original[range.clone()]);
-    fails(
-        sc(d, &["extract", "m.safetensors.sc", "-t", name], None),
-        "already exists",
-    );
-    ok(sc(
-        d,
-        &["extract", "-f", "-q", "m.safetensors.sc", "-t", name],
-        None,
-    ));
-
-    // --raw to stdout, in the order given.
-    let other = "embeddings.LayerNorm.weight";
-    let range2 = want.iter().find(|(n, _)| n == other).unwrap().1.clone();
-    let args = [
-        "extract",
-        "m.safetensors.sc",
-        "--raw",
-        "-c",
-        "--tensor",
-        other,
-        "-t",
-        name,
-    ];
-    let raw = ok(sc(d, &args, None)).stdout;
-    let mut expect = original[range2].to_vec();
-    expect.extend_from_slice(&original[range]);
-    assert!(raw == expect);
-}
-
-#[test]
-fn cli_errors() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let archive = encode_to_vec(&sample(), &EncodeOptions::default());
-    std::fs::write(d.join("m.sc"), &archive).unwrap();
-    let err = fails(
-        sc(
-            d,
-            &["extract", "m.sc", "-t", "embeddings.LayerNorm.weigt"],
-            None,
-        ),
-        "no tensor named",
-    );
-    assert!(err.contains("\"embeddings.LayerNorm.weight\""), "{err}");
-    fails(sc(d, &["extract", "m.sc", "-t", "zzz"], None), "sc list");
-    fails(
-        sc(d, &["extract", "-", "-t", "x"], Some(&d.join("m.sc"))),
-        "seekable archive",
-    );
-    let generic = encode_to_vec(b"just some bytes", &EncodeOptions::default());
-    std::fs::write(d.join("g.sc"), generic).unwrap();
-    fails(sc(d, &["list", "g.sc"], None), "not safetensors");
-    let mut bad = archive.clone();
-    let n = bad.len();
-    bad[n - 30] ^= 1;
-    std::fs::write(d.join("bad.sc"), bad).unwrap();
-    fails(sc(d, &["list", "bad.sc"], None), "corrupt");
-    // A missing --tensor is a usage error.
-    assert_eq!(sc(d, &["extract", "m.sc"], None).status.code(), Some(2));
-    // Nothing was left behind by the failures.
-    let mut files: Vec<String> = std::fs::read_dir(d)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    files.sort();
-    assert_eq!(files, ["bad.sc", "g.sc", "m.sc"]);
 }

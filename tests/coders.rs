@@ -3,7 +3,8 @@
 //! and decoders fed arbitrary bytes; the same for the adaptive and context coders of BEST.
 
 use proptest::prelude::*;
-use sc::entropy::{adaptive, entropy_bits, histogram, huffman, joint, range};
+use sc::codec::{adaptive, alphabet, context, huffman, joint, range, raw6};
+use sc::stats::{entropy_bits, histogram};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -967,11 +968,11 @@ fn adaptive_roundtrip(exps: &[u8]) -> Option<Vec<u8>> {
     Some(payload)
 }
 
-/// Round trip of [`adaptive::encode_context`]/[`adaptive::decode_context`]; the payload.
+/// Round trip of [`context::encode_context`]/[`context::decode_context`]; the payload.
 fn context_roundtrip(mans: &[u8], exps: &[u8]) -> Vec<u8> {
     let n = mans.len();
     let mut out = vec![0x3Cu8; 5];
-    adaptive::encode_context(mans, exps, &mut out);
+    context::encode_context(mans, exps, &mut out);
     assert_eq!(out[..5], [0x3C; 5]);
     let payload = out.split_off(5);
     // Two streams, then exactly ceil(6n/8) raw bytes.
@@ -979,29 +980,29 @@ fn context_roundtrip(mans: &[u8], exps: &[u8]) -> Vec<u8> {
     assert!(4 + first + (6 * n).div_ceil(8) <= payload.len());
     // The decoder must overwrite whatever the buffer held.
     let mut back = vec![0xFFu8; n];
-    adaptive::decode_context(&payload, exps, &mut back).expect("context decode");
+    context::decode_context(&payload, exps, &mut back).expect("context decode");
     assert!(back == mans, "context round trip differs (n={n})");
     payload
 }
 
-/// Round trip of [`adaptive::encode_joint`] and [`joint::encode_raw6`] through
-/// [`adaptive::decode_joint`], when the planes have 2 ..= 256 joint symbols (else the encoder
+/// Round trip of [`joint::encode_joint`] and [`raw6::encode`] through
+/// [`joint::decode_joint`], when the planes have 2 ..= 256 joint symbols (else the encoder
 /// must refuse them, appending nothing).
 fn joint_roundtrip(exps: &[u8], mans: &[u8]) {
     let n = exps.len();
     let mut j = vec![0x11u8; 3];
-    let coded = adaptive::encode_joint(exps, mans, &mut j);
-    let alphabet = joint::Alphabet::of(exps, mans);
+    let coded = joint::encode_joint(exps, mans, &mut j);
+    let alphabet = alphabet::Alphabet::of(exps, mans);
     assert_eq!(coded, alphabet.is_some(), "joint coder's verdict (n={n})");
     if !coded {
         assert_eq!(j, [0x11; 3], "joint coder appended to a refused plane");
         return;
     }
     let mut r = vec![0x22u8; 2];
-    joint::encode_raw6(mans, &mut r);
-    assert_eq!(r.len(), 2 + joint::raw6_len(n));
+    raw6::encode(mans, &mut r);
+    assert_eq!(r.len(), 2 + raw6::len(n));
     let (mut de, mut dm) = (vec![0x77u8; n], vec![0xE8u8; n]);
-    adaptive::decode_joint(&j[3..], &r[2..], &mut de, &mut dm).expect("decode_joint");
+    joint::decode_joint(&j[3..], &r[2..], &mut de, &mut dm).expect("decode_joint");
     assert!(de == exps, "joint exponents differ (n={n})");
     assert!(dm == mans, "joint mantissas differ (n={n})");
 }
@@ -1011,7 +1012,7 @@ fn joint_roundtrip(exps: &[u8], mans: &[u8]) {
 fn joint_survives(j: &[u8], r: &[u8], n: usize) -> bool {
     let start = std::time::Instant::now();
     let (mut e, mut m) = (vec![0xA5u8; n], vec![0x5Au8; n]);
-    let ok = adaptive::decode_joint(j, r, &mut e, &mut m).is_ok();
+    let ok = joint::decode_joint(j, r, &mut e, &mut m).is_ok();
     assert!(
         start.elapsed() < std::time::Duration::from_secs(3),
         "joint decoder took {:?} for n={n}",
@@ -1029,7 +1030,7 @@ fn pair_roundtrip(exps: &[u8], mans: &[u8]) {
     };
     let n = exps.len();
     let (mut de, mut dm) = (vec![0x77u8; n], vec![0xE8u8; n]);
-    adaptive::decode_pair(&e, &m, &mut de, &mut dm).expect("decode_pair");
+    context::decode_pair(&e, &m, &mut de, &mut dm).expect("decode_pair");
     assert!(de == exps, "decode_pair exponents differ (n={n})");
     assert!(dm == mans, "decode_pair mantissas differ (n={n})");
 }
@@ -1043,9 +1044,9 @@ fn decoders_agree(e: &[u8], m: &[u8], n: usize) -> bool {
     let mut exps = vec![0u8; n];
     let ok_e = adaptive::decode(e, &mut exps).is_ok();
     let mut mans = vec![0u8; n];
-    let ok_m = adaptive::decode_context(m, &exps, &mut mans).is_ok();
+    let ok_m = context::decode_context(m, &exps, &mut mans).is_ok();
     let (mut pe, mut pm) = (vec![0xA5u8; n], vec![0x5Au8; n]);
-    let ok_p = adaptive::decode_pair(e, m, &mut pe, &mut pm).is_ok();
+    let ok_p = context::decode_pair(e, m, &mut pe, &mut pm).is_ok();
     assert_eq!(
         ok_p,
         ok_e && ok_m,
@@ -1224,7 +1225,7 @@ fn valid_pair(exps: &Exps, mans: &Mans, n: usize, seed: u64) -> (Vec<u8>, Vec<u8
     let (e, m) = two_planes(exps, mans, n, seed);
     let (mut pe, mut pm) = (Vec::new(), Vec::new());
     assert!(adaptive::encode(&e, &mut pe));
-    adaptive::encode_context(&m, &e, &mut pm);
+    context::encode_context(&m, &e, &mut pm);
     (pe, pm)
 }
 
@@ -1233,8 +1234,8 @@ fn valid_pair(exps: &Exps, mans: &Mans, n: usize, seed: u64) -> (Vec<u8>, Vec<u8
 fn valid_joint(exps: &Exps, mans: &Mans, n: usize, seed: u64) -> (Vec<u8>, Vec<u8>) {
     let (e, m) = two_planes(exps, mans, n, seed);
     let (mut j, mut r) = (Vec::new(), Vec::new());
-    if adaptive::encode_joint(&e, &m, &mut j) {
-        joint::encode_raw6(&m, &mut r);
+    if joint::encode_joint(&e, &m, &mut j) {
+        raw6::encode(&m, &mut r);
     }
     (j, r)
 }
@@ -1250,7 +1251,7 @@ proptest! {
     ) {
         decoders_agree(&e, &m, n);
         joint_survives(&e, &m, n);
-        let raw = joint::raw6_len(n).min(m.len());
+        let raw = raw6::len(n).min(m.len());
         joint_survives(&e, &m[..raw], n);
     }
 
@@ -1274,8 +1275,8 @@ proptest! {
         let first = split.index(tail.len() + 1);
         j.extend_from_slice(&(first as u32).to_le_bytes());
         j.extend_from_slice(&tail);
-        let r: Vec<u8> = tail.iter().cycle().take(joint::raw6_len(n)).copied().collect();
-        if r.len() == joint::raw6_len(n) {
+        let r: Vec<u8> = tail.iter().cycle().take(raw6::len(n)).copied().collect();
+        if r.len() == raw6::len(n) {
             joint_survives(&j, &r, n);
         }
     }
@@ -1448,10 +1449,10 @@ fn adaptive_decoders_reject_bad_headers_and_lengths() {
     // Plane length mismatches between the exponents and the mantissas.
     let mut exps = vec![0u8; n];
     adaptive::decode(&e, &mut exps).unwrap();
-    assert!(adaptive::decode_context(&m, &exps[1..], &mut vec![0u8; n]).is_err());
-    assert!(adaptive::decode_context(&m, &exps, &mut vec![0u8; n + 1]).is_err());
-    assert!(adaptive::decode_pair(&e, &m, &mut vec![0u8; n], &mut vec![0u8; n - 1]).is_err());
-    assert!(adaptive::decode_pair(&e, &m, &mut vec![0u8; n + 1], &mut vec![0u8; n]).is_err());
+    assert!(context::decode_context(&m, &exps[1..], &mut vec![0u8; n]).is_err());
+    assert!(context::decode_context(&m, &exps, &mut vec![0u8; n + 1]).is_err());
+    assert!(context::decode_pair(&e, &m, &mut vec![0u8; n], &mut vec![0u8; n - 1]).is_err());
+    assert!(context::decode_pair(&e, &m, &mut vec![0u8; n + 1], &mut vec![0u8; n]).is_err());
     // Empty and tiny payloads.
     for p in [&[][..], &[0u8; 3], &[0u8; 4], &[0u8; 36]] {
         for len in [0usize, 1, 2, 7] {
@@ -1686,21 +1687,21 @@ fn assert_matches_reference(exps: &[u8], mans: &[u8]) {
         );
     }
     let mut m = Vec::new();
-    adaptive::encode_context(mans, exps, &mut m);
+    context::encode_context(mans, exps, &mut m);
     assert!(
         m == ref_context(mans, exps),
         "context payload differs from FORMAT.md (n={})",
         mans.len()
     );
     let mut j = Vec::new();
-    let joint = adaptive::encode_joint(exps, mans, &mut j).then_some(j);
+    let joint = joint::encode_joint(exps, mans, &mut j).then_some(j);
     assert!(
         joint == ref_joint(exps, mans),
         "joint payload differs from FORMAT.md (n={})",
         mans.len()
     );
     let mut r = Vec::new();
-    joint::encode_raw6(mans, &mut r);
+    raw6::encode(mans, &mut r);
     assert!(r == ref_raw6(mans), "raw6 payload differs from FORMAT.md");
 }
 

@@ -8,12 +8,14 @@
 
 mod common;
 
+use sc::codec::Codec;
 use sc::container::{
-    BlockRecord, Codec, FileHeader, Footer, PlaneEntry, HEADER_FIXED_LEN, INDEX_ENTRY_LEN,
-    MAX_BLOCK_SIZE, TRAILER_LEN,
+    BlockRecord, FileHeader, Footer, PlaneEntry, HEADER_FIXED_LEN, INDEX_ENTRY_LEN, MAX_BLOCK_SIZE,
+    TRAILER_LEN,
 };
-use sc::split::Transform;
-use sc::{decode, decode_slice, encode, inspect, DecodeOptions, EncodeOptions, Error, Mode};
+use sc::pipeline::decode::decode_slice;
+use sc::transform::Transform;
+use sc::{decode, encode, inspect, DecodeOptions, EncodeOptions, Error, Mode};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::io::Cursor;
@@ -107,16 +109,10 @@ impl Fixture {
         let mut archive = Vec::new();
         let opts = EncodeOptions {
             block_size,
+            input_len: Some(original.len() as u64),
             ..EncodeOptions::new(mode)
         };
-        let report = encode(
-            &original[..],
-            Some(original.len() as u64),
-            &mut archive,
-            &opts,
-            &mut |_| {},
-        )
-        .expect("encode");
+        let report = encode(&original[..], &mut archive, &opts).expect("encode");
         assert_eq!(report.archive_len, archive.len() as u64);
         Fixture::from_archive(name, original, archive, mode, block_size)
     }
@@ -130,12 +126,12 @@ impl Fixture {
         block_size: u32,
     ) -> Fixture {
         let info = inspect(&mut Cursor::new(&archive)).expect("inspect a good archive");
-        assert_eq!(info.header.mode, mode);
-        assert_eq!(info.header.block_size, block_size);
-        let header_len = info.header.encoded_len() as usize;
-        let end_offset = info.footer.end_offset as usize;
+        assert_eq!(info.header().mode, mode);
+        assert_eq!(info.header().block_size, block_size);
+        let header_len = info.header().encoded_len() as usize;
+        let end_offset = info.footer().end_offset as usize;
         let mut blocks = Vec::new();
-        for (n, e) in info.footer.index.iter().enumerate() {
+        for (n, e) in info.footer().index.iter().enumerate() {
             let offset = e.offset as usize;
             let rec = BlockRecord::read(&mut &archive[offset..], block_size, n as u64)
                 .expect("record")
@@ -176,7 +172,7 @@ impl Fixture {
         let fx = Fixture {
             name: name.to_string(),
             header_len,
-            prefix_len: info.header.prefix.len(),
+            prefix_len: info.header().prefix.len(),
             block_size,
             blocks,
             end_offset,
@@ -396,8 +392,9 @@ fn run_decode(archive: &[u8], archive_len: Option<u64>) -> Decoded {
         let opts = DecodeOptions {
             check_md5: true,
             archive_len,
+            ..Default::default()
         };
-        decode(archive, &mut out, &opts, &mut |_| {}).map(|_| out)
+        decode(archive, &mut out, &opts).map(|_| out)
     }))
     .map_err(panic_text)
 }
@@ -409,8 +406,9 @@ fn run_decode_slice(archive: &[u8]) -> Decoded {
         let opts = DecodeOptions {
             check_md5: true,
             archive_len: None,
+            ..Default::default()
         };
-        decode_slice(archive, &mut out, &opts, &mut |_| {}).map(|_| out)
+        decode_slice(archive, &mut out, &opts).map(|_| out)
     }))
     .map_err(panic_text)
 }

@@ -66,9 +66,10 @@ fn encode_with(
     let mut archive = Vec::new();
     let opts = EncodeOptions {
         block_size,
+        input_len: len,
         ..EncodeOptions::new(mode)
     };
-    let report = encode(input, len, &mut archive, &opts, &mut |_| {}).expect("encode");
+    let report = encode(input, &mut archive, &opts).expect("encode");
     (archive, report)
 }
 
@@ -80,8 +81,9 @@ fn check_decode(archive: &[u8], input: &[u8], recorded: Option<[u8; 16]>, what: 
         let opts = DecodeOptions {
             check_md5: true,
             archive_len,
+            ..Default::default()
         };
-        let report = decode(archive, &mut out, &opts, &mut |_| {})
+        let report = decode(archive, &mut out, &opts)
             .unwrap_or_else(|e| panic!("{what}: decode failed: {e}"));
         assert!(out == input, "{what}: decoded bytes differ from the input");
         assert_eq!(report.original_len, input.len() as u64, "{what}");
@@ -120,13 +122,13 @@ fn roundtrip(input: &[u8], mode: Mode, block_size: u32) -> (Vec<u8>, EncodeRepor
 fn check_inspect(archive: &[u8], input: &[u8], report: &EncodeReport, what: &str) {
     let info = inspect(&mut io::Cursor::new(archive)).unwrap_or_else(|e| panic!("{what}: {e}"));
     assert_eq!(info.archive_len, archive.len() as u64, "{what}");
-    assert_eq!(info.header.kind, report.kind, "{what}");
-    assert_eq!(info.footer.original_len, input.len() as u64, "{what}");
-    assert_eq!(info.header.md5, report.md5.is_some(), "{what}");
-    assert_eq!(info.footer.md5, report.md5.unwrap_or_default(), "{what}");
-    assert_eq!(info.footer.index.len() as u64, report.blocks, "{what}");
-    let prefix = info.header.prefix.len();
-    assert_eq!(&input[..prefix], &info.header.prefix[..], "{what}");
+    assert_eq!(info.header().kind, report.kind, "{what}");
+    assert_eq!(info.footer().original_len, input.len() as u64, "{what}");
+    assert_eq!(info.header().md5, report.md5.is_some(), "{what}");
+    assert_eq!(info.footer().md5, report.md5.unwrap_or_default(), "{what}");
+    assert_eq!(info.footer().index.len() as u64, report.blocks, "{what}");
+    let prefix = info.header().prefix.len();
+    assert_eq!(&input[..prefix], &info.header().prefix[..], "{what}");
     match report.kind {
         Kind::Safetensors => {
             assert_eq!(
@@ -142,12 +144,12 @@ fn check_inspect(archive: &[u8], input: &[u8], report: &EncodeReport, what: &str
     }
     // Blocks tile the rest of the input exactly, and the planes cover the blocks.
     let mut at = prefix as u64;
-    for e in &info.footer.index {
+    for e in &info.footer().index {
         assert_eq!(e.raw_offset, at, "{what}");
         at += e.raw_len as u64;
     }
     assert_eq!(at, input.len() as u64, "{what}");
-    let planes: u64 = info.codecs.values().map(|c| c.1).sum();
+    let planes: u64 = info.codecs.values().map(|c| c.original).sum();
     assert_eq!(planes, (input.len() - prefix) as u64, "{what}");
 }
 
@@ -263,7 +265,7 @@ fn sample_excerpt_best_beats_fast() {
         md5: true,
         ..EncodeOptions::new(Mode::Fast)
     };
-    let report = encode(&input[..], None, &mut archive, &opts, &mut |_| {}).unwrap();
+    let report = encode(&input[..], &mut archive, &opts).unwrap();
     assert_eq!(report.md5, Some(md5));
     check_decode(&archive, &input, Some(md5), "FAST with --md5");
 }
@@ -281,9 +283,10 @@ fn sample_excerpt_from_a_trickling_reader() {
         let mut archive = Vec::new();
         let opts = EncodeOptions {
             block_size: 64 << 10,
+            input_len: len,
             ..EncodeOptions::new(Mode::Fast)
         };
-        encode(reader, len, &mut archive, &opts, &mut |_| {}).expect("encode");
+        encode(reader, &mut archive, &opts).expect("encode");
         assert!(archive == reference);
         let reader = Trickle {
             data: &archive,
@@ -294,8 +297,9 @@ fn sample_excerpt_from_a_trickling_reader() {
         let opts = DecodeOptions {
             check_md5: true,
             archive_len: None,
+            ..Default::default()
         };
-        decode(reader, &mut out, &opts, &mut |_| {}).expect("decode");
+        decode(reader, &mut out, &opts).expect("decode");
         assert!(out == input);
     }
 }
@@ -303,26 +307,27 @@ fn sample_excerpt_from_a_trickling_reader() {
 #[test]
 fn progress_is_monotonic_and_complete() {
     let input = std::fs::read(crate_path("testdata/sample.safetensors")).expect("testdata");
-    let mut seen = Vec::new();
+    let seen = std::sync::Mutex::new(Vec::new());
+    let note = |n| seen.lock().unwrap().push(n);
     let mut archive = Vec::new();
     let opts = EncodeOptions {
         block_size: 64 << 10,
+        progress: Some(&note),
         ..EncodeOptions::new(Mode::Fast)
     };
-    encode(&input[..], None, &mut archive, &opts, &mut |n| seen.push(n)).unwrap();
-    assert!(seen.windows(2).all(|w| w[0] <= w[1]));
-    assert_eq!(seen.last().copied(), Some(input.len() as u64));
-    let mut seen = Vec::new();
+    encode(&input[..], &mut archive, &opts).unwrap();
+    let got = std::mem::take(&mut *seen.lock().unwrap());
+    assert!(got.windows(2).all(|w| w[0] <= w[1]));
+    assert_eq!(got.last().copied(), Some(input.len() as u64));
     let mut out = Vec::new();
-    decode(
-        &archive[..],
-        &mut out,
-        &DecodeOptions::default(),
-        &mut |n| seen.push(n),
-    )
-    .unwrap();
-    assert!(seen.windows(2).all(|w| w[0] <= w[1]));
-    assert!(*seen.last().unwrap() <= archive.len() as u64);
+    let opts = DecodeOptions {
+        progress: Some(&note),
+        ..Default::default()
+    };
+    decode(&archive[..], &mut out, &opts).unwrap();
+    let got = std::mem::take(&mut *seen.lock().unwrap());
+    assert!(got.windows(2).all(|w| w[0] <= w[1]));
+    assert!(*got.last().unwrap() <= archive.len() as u64);
     assert!(out == input);
 }
 

@@ -2,12 +2,11 @@
 
 mod cli;
 
-use clap::Parser;
 use std::io::Write;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let args = cli::Cli::parse();
+    let args = cli::parse();
     match cli::run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -7,7 +7,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-const SAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/sample.safetensors");
+const SAMPLE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../testdata/sample.safetensors"
+);
 
 /// What one run of `sc` did.
 struct Run {
@@ -159,7 +162,7 @@ fn corrupt_archive(k: usize) -> Vec<u8> {
     };
     let mut archive = common::encode_to_vec(&input, &opts);
     let info = sc::inspect(&mut std::io::Cursor::new(&archive)).unwrap();
-    let e = info.footer.index[k];
+    let e = info.footer().index[k];
     // Records are 16 bytes + 8 per plane + 4; the last byte of the block is payload.
     let at = (e.offset + e.stored_len as u64 - 1) as usize;
     archive[at] ^= 0x10;

@@ -5,8 +5,11 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-const TINY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/tiny.safetensors");
-const SAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/sample.safetensors");
+const TINY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata/tiny.safetensors");
+const SAMPLE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../testdata/sample.safetensors"
+);
 
 /// Runs `sc args...` in `dir` with the environment changed by `env`.
 fn sc_env(dir: &Path, args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Output {

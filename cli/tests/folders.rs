@@ -7,8 +7,11 @@ use common::{fails, ok, sc};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-const SAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/sample.safetensors");
-const TINY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/tiny.safetensors");
+const SAMPLE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../testdata/sample.safetensors"
+);
+const TINY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata/tiny.safetensors");
 
 /// A sharded checkpoint folder: two shards, an index, a config in a subfolder with a third
 /// safetensors file, and a file that only looks like weights by name.

@@ -7,7 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const SAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/sample.safetensors");
+const SAMPLE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../testdata/sample.safetensors"
+);
 
 fn sc() -> Command {
     Command::new(env!("CARGO_BIN_EXE_sc"))
@@ -47,7 +50,7 @@ fn failing_writers_give_io_errors_not_panics() {
     let opts = sc::EncodeOptions::default();
     let archive = common::encode_to_vec(&input, &opts);
     for left in [0, 1, 23, 100, 5000, 1 << 20, archive.len() - 1] {
-        let r = sc::encode(&input[..], None, FailAfter { left }, &opts, &mut |_| {});
+        let r = sc::encode(&input[..], FailAfter { left }, &opts);
         assert!(
             matches!(r, Err(sc::Error::Io(_))),
             "encode, fail after {left}: {r:?}"
@@ -56,9 +59,10 @@ fn failing_writers_give_io_errors_not_panics() {
     let dopts = sc::DecodeOptions {
         check_md5: true,
         archive_len: Some(archive.len() as u64),
+        ..Default::default()
     };
     for left in [0, 1, 5000, 1 << 20, input.len() - 1] {
-        let r = sc::decode(&archive[..], FailAfter { left }, &dopts, &mut |_| {});
+        let r = sc::decode(&archive[..], FailAfter { left }, &dopts);
         assert!(
             matches!(r, Err(sc::Error::Io(_))),
             "decode, fail after {left}: {r:?}"
@@ -202,14 +206,7 @@ fn interrupted_encode_and_decode_leave_no_output() {
     );
 
     let mut archive = Vec::new();
-    sc::encode(
-        &sample[..],
-        None,
-        &mut archive,
-        &sc::EncodeOptions::default(),
-        &mut |_| {},
-    )
-    .unwrap();
+    sc::encode(&sample[..], &mut archive, &sc::EncodeOptions::default()).unwrap();
     let dest: PathBuf = dir.path().join("out.safetensors");
     interrupt_while_writing(
         &["decode", "-q", "-"],

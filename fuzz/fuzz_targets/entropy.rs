@@ -18,21 +18,21 @@ fuzz_target!(|data: &[u8]| {
         0 => huffman::decode(payload, &mut out),
         1 => range::decode(payload, &mut out),
         2 => adaptive::decode(payload, &mut out),
-        3 => adaptive::decode_context(payload, &ctx, &mut out),
+        3 => context::decode_context(payload, &ctx, &mut out),
         4 => {
             let (a, b) = payload.split_at(payload.len() / 2);
-            adaptive::decode_pair(a, b, &mut out, &mut other)
+            context::decode_pair(a, b, &mut out, &mut other)
         }
         5 => {
             // The raw payload's length follows from n; the rest is the joint payload.
-            let (a, b) = payload.split_at(payload.len() - joint::raw6_len(n).min(payload.len()));
-            adaptive::decode_joint(a, b, &mut out, &mut other)
+            let (a, b) = payload.split_at(payload.len() - raw6::len(n).min(payload.len()));
+            joint::decode_joint(a, b, &mut out, &mut other)
         }
         _ => {
             // The same split for FAST's joint codec, decoded into n 16-bit words.
-            let (a, b) = payload.split_at(payload.len() - joint::raw6_len(n).min(payload.len()));
+            let (a, b) = payload.split_at(payload.len() - raw6::len(n).min(payload.len()));
             let mut words = vec![0u8; 2 * n];
-            joint::decode_huffman16(a, b, &mut Vec::new(), &mut words)
+            huffjoint::decode(a, b, &mut Vec::new(), &mut words)
         }
     };
 });

@@ -6,9 +6,10 @@
 
 pub mod checksum;
 
+use crate::codec::{self, Codec};
 use crate::error::{Error, Result};
-use crate::safetensors::MAX_HEADER_LEN;
-use crate::split::{Transform, MAX_PLANES};
+use crate::read::{read_exact_or, read_up_to};
+use crate::transform::{Transform, MAX_PLANES};
 use std::hash::Hasher;
 use std::io::{self, Read, Write};
 
@@ -30,24 +31,29 @@ pub const HEADER_FIXED_LEN: usize = 24;
 pub const INDEX_ENTRY_LEN: usize = 24;
 /// Length of the trailer.
 pub const TRAILER_LEN: usize = 52;
+/// Longest JSON text of a kept safetensors header (the reference reader's limit).
+pub const MAX_KEPT_JSON: u64 = 100 << 20;
 
 const TAG_BLOCK: u8 = 0xB1;
 const TAG_END: u8 = 0xE0;
 const RECORD_FIXED_LEN: usize = 16;
 const PLANE_ENTRY_LEN: usize = 8;
 
-/// Compression mode; informational in the header, the codec of each plane is what decodes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]
+/// Compression mode: FAST or BEST. Recorded in the header for information; what decodes a
+/// plane is the codec recorded for it, so any decoder reads both.
+///
+/// Parses from and prints as `"fast"` and `"best"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum Mode {
-    /// Huffman on predictable planes, raw near-random planes: decodes at copy speed.
+    /// Huffman-coded predictable bits, raw near-random ones: encodes and decodes fastest.
     Fast = 0,
-    /// Range coder on every plane: smallest output.
+    /// Range coding with adaptive models on every plane: the smallest archives.
     Best = 1,
 }
 
 impl Mode {
-    /// Lower-case name.
+    /// Lower-case name, as [`std::str::FromStr`] takes it.
     pub fn name(self) -> &'static str {
         match self {
             Mode::Fast => "fast",
@@ -56,8 +62,29 @@ impl Mode {
     }
 }
 
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Mode {
+    type Err = Error;
+
+    /// `"fast"` or `"best"`, in any case.
+    fn from_str(s: &str) -> Result<Mode> {
+        match s.to_ascii_lowercase().as_str() {
+            "fast" => Ok(Mode::Fast),
+            "best" => Ok(Mode::Best),
+            _ => Err(Error::InvalidArgument(format!(
+                "unknown mode {s:?} (fast or best)"
+            ))),
+        }
+    }
+}
+
 /// What the original file was taken to be.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum Kind {
     /// Any bytes; no header kept.
@@ -66,94 +93,16 @@ pub enum Kind {
     Safetensors = 1,
 }
 
-/// How one plane is stored.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum Codec {
-    /// The plane's bytes as they are.
-    Stored = 0,
-    /// Every byte of the plane is the one byte stored.
-    Const = 1,
-    /// Canonical Huffman ([`crate::entropy::huffman`]).
-    Huffman = 2,
-    /// Range coder with a static model ([`crate::entropy::range`]).
-    Range = 3,
-    /// Range coder with an adaptive order-0 model ([`crate::entropy::adaptive`]).
-    Adaptive = 4,
-    /// Sign/mantissa plane range-coded with the exponent plane as context
-    /// ([`crate::entropy::adaptive`]); only plane 1 of an exponent-aligned block.
-    Context = 5,
-    /// Exponent byte and mantissa bits 6..5 range-coded as one adaptive symbol
-    /// ([`crate::entropy::adaptive`]); only plane 0 of an exponent-aligned block, whose plane 1
-    /// is then [`Codec::Raw6`].
-    Joint = 6,
-    /// The other 6 bits of each sign/mantissa byte (sign, bits 4..0), packed raw; only plane 1
-    /// of an exponent-aligned block whose plane 0 is [`Codec::Joint`] or [`Codec::HuffJoint`].
-    Raw6 = 7,
-    /// The symbols of [`Codec::Joint`] Huffman-coded ([`crate::entropy::joint`]), for FAST;
-    /// only plane 0 of an `exp16` block, whose plane 1 is then [`Codec::Raw6`].
-    HuffJoint = 8,
-}
-
-impl Codec {
-    fn from_id(id: u8) -> Option<Codec> {
-        Some(match id {
-            0 => Codec::Stored,
-            1 => Codec::Const,
-            2 => Codec::Huffman,
-            3 => Codec::Range,
-            4 => Codec::Adaptive,
-            5 => Codec::Context,
-            6 => Codec::Joint,
-            7 => Codec::Raw6,
-            8 => Codec::HuffJoint,
-            _ => return None,
-        })
-    }
-
-    /// Lower-case name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Codec::Stored => "stored",
-            Codec::Const => "const",
-            Codec::Huffman => "huffman",
-            Codec::Range => "range",
-            Codec::Adaptive => "adaptive",
-            Codec::Context => "context",
-            Codec::Joint => "joint",
-            Codec::Raw6 => "raw6",
-            Codec::HuffJoint => "huffjoint",
-        }
-    }
-}
-
-/// Reads exactly `buf.len()` bytes, reporting a short read as truncation of `what`.
-pub fn read_exact_or(r: &mut impl Read, buf: &mut [u8], what: &'static str) -> Result<()> {
-    r.read_exact(buf).map_err(|e| match e.kind() {
-        io::ErrorKind::UnexpectedEof => Error::Truncated(what),
-        _ => Error::Io(e),
-    })
-}
-
 fn u16_at(b: &[u8], at: usize) -> u16 {
-    u16::from_le_bytes([b[at], b[at + 1]])
+    u16::from_le(bytemuck::pod_read_unaligned(&b[at..at + 2]))
 }
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
-    let mut a = [0u8; 4];
-    a.copy_from_slice(&b[at..at + 4]);
-    u32::from_le_bytes(a)
+    u32::from_le(bytemuck::pod_read_unaligned(&b[at..at + 4]))
 }
 
 fn u64_at(b: &[u8], at: usize) -> u64 {
-    let mut a = [0u8; 8];
-    a.copy_from_slice(&b[at..at + 8]);
-    u64::from_le_bytes(a)
-}
-
-/// Bytes of the [`Codec::Raw6`] payload of a plane of `plane_len` bytes: 6 bits each.
-fn raw6_len(plane_len: u32) -> u64 {
-    crate::entropy::joint::raw6_len(plane_len as usize) as u64
+    u64::from_le(bytemuck::pod_read_unaligned(&b[at..at + 8]))
 }
 
 fn corrupt(msg: impl Into<String>) -> Error {
@@ -241,7 +190,7 @@ impl FileHeader {
         let prefix_len = u64_at(&fixed, 16);
         let prefix_ok = match kind {
             Kind::Generic => prefix_len == 0,
-            Kind::Safetensors => (8..=MAX_HEADER_LEN + 8).contains(&prefix_len),
+            Kind::Safetensors => (8..=MAX_KEPT_JSON + 8).contains(&prefix_len),
         };
         if !prefix_ok {
             return Err(corrupt(format!(
@@ -285,20 +234,6 @@ impl FileHeader {
             )),
         }
     }
-}
-
-/// Reads until `buf` is full or the input ends; returns the bytes read.
-pub fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        match r.read(&mut buf[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(got)
 }
 
 /// Checks a block size against the format's limits.
@@ -399,50 +334,19 @@ impl BlockRecord {
         {
             return Err(bad(format!("impossible block length {raw_len}")));
         }
-        let plane_len = transform.plane_len(raw_len as usize) as u32;
         let mut planes = Vec::with_capacity(count);
         for k in 0..count {
             let at = RECORD_FIXED_LEN + PLANE_ENTRY_LEN * k;
             let codec = Codec::from_id(fixed[at])
                 .ok_or_else(|| bad(format!("plane {k}: unknown codec {}", fixed[at])))?;
-            let coded_len = u32_at(&fixed, at + 4);
-            let ok = fixed[at + 1..at + 4] == [0, 0, 0]
-                && match codec {
-                    Codec::Stored => coded_len == plane_len,
-                    Codec::Const => coded_len == 1,
-                    Codec::Huffman | Codec::Range | Codec::Adaptive => {
-                        coded_len > 0 && coded_len < plane_len
-                    }
-                    Codec::Context => {
-                        k == 1 && transform.exponent_aligned() && coded_len < plane_len
-                    }
-                    // The joint payload carries 10 of 16 bits; the pair is smaller than the
-                    // two planes stored.
-                    Codec::Joint | Codec::HuffJoint => {
-                        k == 0
-                            && transform.exponent_aligned()
-                            && (codec == Codec::Joint || transform == Transform::Exp16)
-                            && coded_len > 0
-                            && (coded_len as u64) + raw6_len(plane_len) < 2 * plane_len as u64
-                    }
-                    Codec::Raw6 => {
-                        k == 1
-                            && transform.exponent_aligned()
-                            && coded_len as u64 == raw6_len(plane_len)
-                    }
-                };
-            if !ok {
-                return Err(bad(format!(
-                    "plane {k}: {} length {coded_len} impossible for {plane_len} bytes",
-                    codec.name()
-                )));
+            if fixed[at + 1..at + 4] != [0, 0, 0] {
+                return Err(bad(format!("plane {k}: reserved bytes are not zero")));
             }
+            let coded_len = u32_at(&fixed, at + 4);
             planes.push(PlaneEntry { codec, coded_len });
         }
-        let joint = matches!(planes[0].codec, Codec::Joint | Codec::HuffJoint);
-        if joint != planes.get(1).is_some_and(|p| p.codec == Codec::Raw6) {
-            return Err(bad("joint and raw6 planes must come as a pair".into()));
-        }
+        let plane_len = transform.plane_len(raw_len as usize) as u32;
+        codec::check_planes(transform, plane_len, &planes).map_err(bad)?;
         Ok(Some(BlockRecord {
             transform,
             raw_len,

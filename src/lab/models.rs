@@ -1,11 +1,13 @@
 //! Measurements that guide the codec's design: bits per value of each model variant on a real
 //! file, next to the order-0 entropies they are bounded by (`sc models`).
 
-use crate::container::read_exact_or;
-use crate::entropy::{adaptive, entropy_bits, histogram, huffman, joint, range};
+use super::read_file_header;
+use crate::codec::{adaptive, context, huffjoint, huffman, joint, range, raw6};
 use crate::error::{Error, Result};
-use crate::safetensors::{read_file_header, Dtype};
-use crate::split::Transform;
+use crate::read::read_exact_or;
+use crate::safetensors::Dtype;
+use crate::stats::{entropy_bits, histogram};
+use crate::transform::Transform;
 use std::io::{Read, Seek, SeekFrom};
 
 /// One model variant and what it costs.
@@ -35,16 +37,18 @@ impl ModelReport {
     }
 }
 
+/// The coder variants, in the order of [`variant_sizes`]; "(sc fast)" and "(sc best)" mark
+/// the ones the modes choose for trained weights.
 const VARIANTS: [&str; 9] = [
-    "FAST split16: huffman high byte, low byte raw",
-    "FAST exp16: huffman exponent, sign/mantissa raw (FAST before huffjoint)",
-    "FAST huffjoint: huffman exponent and mantissa bits 6..5, 6 bits raw (FAST now)",
-    "static range: split16 high + low byte (BEST before)",
-    "static range: exp16 exponent + sign/mantissa",
+    "huffman split16: high byte coded, low byte raw",
+    "huffman exp16: exponent coded, sign/mantissa raw",
+    "huffjoint: exponent and mantissa bits 6..5 coded, 6 bits raw (sc fast)",
+    "static range split16: high + low byte",
+    "static range exp16: exponent + sign/mantissa",
     "adaptive exponent, sign/mantissa raw",
     "adaptive exponent + adaptive order-0 sign/mantissa",
-    "adaptive exponent + exponent-context sign/mantissa (BEST before joint)",
-    "joint exponent and mantissa bits 6..5, 6 bits raw (BEST now)",
+    "adaptive exponent + context: sign/mantissa bits 6..5 modelled on the exponent",
+    "joint: exponent and mantissa bits 6..5 adaptive, 6 bits raw (sc best)",
 ];
 
 /// Coded size of a plane as the pipeline would store it (const, coded, or raw if smaller).
@@ -78,22 +82,22 @@ fn variant_sizes(raw: &[u8]) -> [usize; 9] {
         stored(p, if ok { out.len() } else { p.len() })
     };
     let mut ctx = Vec::new();
-    adaptive::encode_context(&exp[1], &exp[0], &mut ctx);
+    context::encode_context(&exp[1], &exp[0], &mut ctx);
     let n = exp[0].len();
     let joint = {
         let mut out = Vec::new();
-        if adaptive::encode_joint(&exp[0], &exp[1], &mut out) {
-            out.len() + joint::raw6_len(n)
+        if joint::encode_joint(&exp[0], &exp[1], &mut out) {
+            out.len() + raw6::len(n)
         } else {
             adapt(&exp[0]) + stored(&exp[1], ctx.len())
         }
     };
-    let census = joint::Census::of16(raw);
+    let census = huffjoint::Census::of16(raw);
     let huffjoint = match census.alphabet() {
         Some(a) => {
             let mut out = Vec::new();
-            joint::encode_huffman16(&a, &census.keys(&a), raw, &mut Vec::new(), &mut out);
-            out.len() + joint::raw6_len(n)
+            huffjoint::encode(&a, &census.keys(&a), raw, &mut Vec::new(), &mut out);
+            out.len() + raw6::len(n)
         }
         None => huff(&exp[0]) + n,
     };

@@ -7,11 +7,14 @@
 //! verbatim (8-byte length and JSON); then for each block, planned as the encoder plans them,
 //! the transform id and the block's planes back to back. [`unshuffle`] needs nothing else.
 
-use crate::container::{read_exact_or, read_up_to};
+use super::read_file_header;
+use crate::choice::refine;
+use crate::container::check_block_size;
 use crate::error::{Error, Result};
 use crate::pipeline::plan::Planner;
-use crate::safetensors::{json_len, read_file_header, Header, MAX_HEADER_LEN};
-use crate::split::{refine, Transform, MAX_PLANES};
+use crate::read::{read_exact_or, read_up_to};
+use crate::safetensors::{json_len, Header, MAX_HEADER_LEN};
+use crate::transform::{Transform, MAX_PLANES};
 use std::io::{Read, Seek, SeekFrom, Write};
 
 const GENERIC: u8 = 0;
@@ -24,7 +27,7 @@ pub fn shuffle<R: Read + Seek, W: Write>(
     output: &mut W,
     block_size: u32,
 ) -> Result<u64> {
-    crate::container::check_block_size(block_size).map_err(Error::InvalidArgument)?;
+    check_block_size(block_size).map_err(Error::InvalidArgument)?;
     // Whatever does not parse as safetensors is shuffled as plain bytes, as encode does.
     let header = read_file_header(input).ok().map(|(h, _)| h);
     input.seek(SeekFrom::Start(0))?;
@@ -71,7 +74,7 @@ pub fn unshuffle<R: Read, W: Write>(input: &mut R, output: &mut W) -> Result<u64
     let mut start = [0u8; 5];
     read_exact_or(input, &mut start, "shuffled stream").map_err(|_| bad("too short"))?;
     let block_size = u32::from_le_bytes([start[1], start[2], start[3], start[4]]);
-    crate::container::check_block_size(block_size).map_err(|e| bad(&e))?;
+    check_block_size(block_size).map_err(|e| bad(&e))?;
     let (header, prefix) = match start[0] {
         GENERIC => (None, Vec::new()),
         SAFETENSORS => {
@@ -84,7 +87,7 @@ pub fn unshuffle<R: Read, W: Write>(input: &mut R, output: &mut W) -> Result<u64
             }
             prefix.resize(8 + n as usize, 0);
             read_exact_or(input, &mut prefix[8..], "shuffled stream header")?;
-            let h = Header::parse(&prefix[8..], None).map_err(|e| bad(&e))?;
+            let h = Header::parse(&prefix[8..], None).map_err(|e| bad(&e.to_string()))?;
             (Some(h), prefix)
         }
         _ => return Err(bad("unknown kind")),
@@ -138,7 +141,7 @@ mod tests {
 
     #[test]
     fn safetensors_and_other_files_round_trip() {
-        let tiny = include_bytes!("../testdata/tiny.safetensors");
+        let tiny = include_bytes!("../../testdata/tiny.safetensors");
         let shuffled = round_trip(tiny, 4096);
         assert_eq!(shuffled[0], SAFETENSORS);
         // Header kept, planes moved: the same bytes in another order, plus the block tags.

@@ -1,34 +1,66 @@
-//! Decoding: read records in order, decode batches of blocks in parallel, check everything.
+//! Decoding: read records in order, decode blocks in parallel, check everything.
 
 use super::block::decode_block;
 use super::digest::DigestWorker;
 use super::mapped::MappedFile;
 use super::pool::Pool;
-use super::{ordered, pools, window, Pools};
+use super::{on_threads, ordered, pools, window, Pools};
 use crate::container::{
-    checksum::hex, read_exact_or, read_up_to, BlockRecord, FileHeader, Footer, IndexEntry,
+    checksum::hex, BlockRecord, FileHeader, Footer, IndexEntry, Kind, Mode,
 };
 use crate::error::{Error, Result};
+use crate::read::{read_exact_or, read_up_to};
 use std::fs::File;
 use std::io::{self, BufReader, Read, Write};
 use std::sync::Arc;
 
-/// Settings for [`decode`], [`decode_slice`] and [`decode_file`] (the last two know the
-/// archive's length themselves where they can).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct DecodeOptions {
+/// Settings for [`decode`], [`decode_file`] and [`decode_to_vec`]. Build them from
+/// [`Default`] so that code keeps compiling when settings are added:
+///
+/// ```
+/// let opts = sc::DecodeOptions {
+///     check_md5: true,
+///     ..Default::default()
+/// };
+/// ```
+#[derive(Clone, Copy, Default)]
+pub struct DecodeOptions<'a> {
     /// Also compute the MD5 of the output and compare it with the one recorded at encode time,
     /// if there is one. Block checksums (XXH3-64) are always checked.
     pub check_md5: bool,
     /// Length of the archive when known; bounds every allocation by the real data.
+    /// [`decode_file`] and [`decode_to_vec`] know it themselves.
     pub archive_len: Option<u64>,
+    /// Worker threads: 0 decodes on the current rayon pool (the global one, or the pool the
+    /// caller runs in through `ThreadPool::install`); any other number on a pool of that many
+    /// threads made for the call.
+    pub threads: usize,
+    /// Called with the archive bytes decoded so far after each block is written, on the
+    /// calling thread.
+    pub progress: Option<&'a (dyn Fn(u64) + Sync)>,
+}
+
+impl std::fmt::Debug for DecodeOptions<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DecodeOptions")
+            .field("check_md5", &self.check_md5)
+            .field("archive_len", &self.archive_len)
+            .field("threads", &self.threads)
+            .field("progress", &self.progress.map(|_| "callback"))
+            .finish()
+    }
 }
 
 /// What [`decode`] found.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct DecodeReport {
-    /// The archive's header.
-    pub header: FileHeader,
+    /// The mode the archive was made with.
+    pub mode: Mode,
+    /// How its original was treated.
+    pub kind: Kind,
+    /// Its largest block, in original bytes.
+    pub block_size: u32,
     /// Bytes written.
     pub original_len: u64,
     /// Bytes read.
@@ -156,29 +188,36 @@ impl BlockReader {
 /// Block number, record and payload of a block read but not yet decoded.
 pub(crate) type Block<'a> = (u64, BlockRecord, Payload<'a>);
 
-/// Decodes one block into a pooled buffer, returning the payload's buffer (if it has one) to
-/// the pool.
-pub(crate) fn decode_one(
-    (n, rec, payload): Block,
-    pools: &Pools,
-) -> Result<(BlockRecord, Vec<u8>)> {
-    let mut out = pools.blocks.buffer(rec.raw_len as usize);
-    let decoded = decode_block(&rec, &payload, &mut out, &mut pools.scratch.guard());
+/// Decodes one block into a pooled buffer.
+pub(crate) fn decode_one(block: Block, pools: &Pools) -> Result<(BlockRecord, Vec<u8>)> {
+    let mut out = pools.blocks.buffer(block.1.raw_len as usize);
+    let rec = decode_into(block, &mut out, pools)?;
+    Ok((rec, out))
+}
+
+/// Decodes one block into `out` (exactly its length), returning the payload's buffer (if it
+/// has one) to the pool.
+pub(crate) fn decode_into((n, rec, payload): Block, out: &mut [u8], pools: &Pools) -> Result<BlockRecord> {
+    let decoded = decode_block(&rec, &payload, out, &mut pools.scratch.guard());
     if let Payload::Read(buffer) = payload {
         pools.coded.give(buffer);
     }
     decoded.map_err(|e| e.in_block(n))?;
-    Ok((rec, out))
+    Ok(rec)
 }
 
-/// Decompresses the archive on `input` into `output`.
+/// Decompresses the archive on `input` into `output`; returns what it found.
+///
+/// Every structure and every block's checksum is checked (the MD5 too with
+/// [`DecodeOptions::check_md5`]); any failure is an error naming it, and nothing after the
+/// failing block is written. Reading, decoding (in parallel, see [`DecodeOptions::threads`])
+/// and writing overlap, with memory bounded by a window of blocks.
 pub fn decode<R: Read + Send, W: Write + Send>(
     input: R,
     output: W,
     opts: &DecodeOptions,
-    progress: &mut dyn FnMut(u64),
 ) -> Result<DecodeReport> {
-    decode_from(Stream(input), output, opts, progress)
+    on_threads(opts.threads, || decode_from(Stream(input), output, opts))
 }
 
 /// Decompresses the archive `archive` (in memory, or a memory map of a file) into `output`,
@@ -187,13 +226,22 @@ pub fn decode_slice<W: Write + Send>(
     archive: &[u8],
     output: W,
     opts: &DecodeOptions,
-    progress: &mut dyn FnMut(u64),
 ) -> Result<DecodeReport> {
     let opts = DecodeOptions {
         archive_len: Some(archive.len() as u64),
         ..*opts
     };
-    decode_from(archive, output, &opts, progress)
+    on_threads(opts.threads, || decode_from(archive, output, &opts))
+}
+
+/// Decompresses the archive `archive` into a new buffer.
+pub fn decode_to_vec(archive: &[u8], opts: &DecodeOptions) -> Result<Vec<u8>> {
+    // The trailer's length is only a hint, and bounded: a corrupt one must not allocate.
+    let hint = Footer::read_from_end(&mut std::io::Cursor::new(archive), archive.len() as u64)
+        .map_or(0, |f| f.original_len.min(archive.len() as u64 * 4));
+    let mut out = Vec::with_capacity(hint as usize);
+    decode_slice(archive, &mut out, opts)?;
+    Ok(out)
 }
 
 /// Decompresses the archive file `file` into `output`. A regular file is read from its start
@@ -207,7 +255,15 @@ pub fn decode_file<W: Write + Send>(
     file: &File,
     output: W,
     opts: &DecodeOptions,
-    progress: &mut dyn FnMut(u64),
+) -> Result<DecodeReport> {
+    on_threads(opts.threads, || decode_file_here(file, output, opts))
+}
+
+/// [`decode_file`] on the current thread pool.
+fn decode_file_here<W: Write + Send>(
+    file: &File,
+    output: W,
+    opts: &DecodeOptions,
 ) -> Result<DecodeReport> {
     let meta = file.metadata()?;
     // Some regular files report no length (procfs, some FUSE file systems): `new` leaves
@@ -222,11 +278,11 @@ pub fn decode_file<W: Write + Send>(
                 archive_len: Some(meta.len()),
                 ..*opts
             };
-            decode_from(mapped, output, &opts, progress)
+            decode_from(mapped, output, &opts)
         }
         None => {
             let input = Stream(BufReader::with_capacity(64 << 10, file));
-            decode_from(input, output, opts, progress)
+            decode_from(input, output, opts)
         }
     }
 }
@@ -235,7 +291,6 @@ fn decode_from<'a, S: Source<'a> + Send, W: Write + Send>(
     input: S,
     mut output: W,
     opts: &DecodeOptions,
-    progress: &mut dyn FnMut(u64),
 ) -> Result<DecodeReport> {
     let mut r = Counting {
         inner: input,
@@ -265,7 +320,9 @@ fn decode_from<'a, S: Source<'a> + Send, W: Write + Send>(
                 None => pools.blocks.give(out),
             }
             decoded_to += rec.stored_len();
-            progress(decoded_to);
+            if let Some(progress) = opts.progress {
+                progress(decoded_to);
+            }
             Ok(())
         },
     )?;
@@ -301,7 +358,9 @@ fn decode_from<'a, S: Source<'a> + Send, W: Write + Send>(
         }
     }
     Ok(DecodeReport {
-        header,
+        mode: header.mode,
+        kind: header.kind,
+        block_size: header.block_size,
         original_len: raw_pos,
         archive_len: r.pos,
         blocks: index.len() as u64,

@@ -1,51 +1,99 @@
-//! Encoding: probe the input, keep its header, plan blocks, code batches in parallel.
+//! Encoding: probe the input, keep its header, plan blocks, code them in parallel.
 
 use super::block::encode_block;
 use super::digest::DigestWorker;
 use super::plan::Planner;
 use super::pool::Pool;
-use super::{ordered, pools, window, Pools};
+use super::{on_threads, ordered, pools, window, Pools};
 use crate::container::{
-    check_block_size, read_up_to, FileHeader, Footer, IndexEntry, Kind, Mode, DEFAULT_BLOCK_SIZE,
+    check_block_size, FileHeader, Footer, IndexEntry, Kind, Mode, DEFAULT_BLOCK_SIZE,
+    MAX_KEPT_JSON,
 };
-use crate::error::{Error, Result};
+use crate::error::{Error, HeaderError, Result};
+use crate::read::read_up_to;
 use crate::safetensors::{json_len, Header, MAX_HEADER_LEN};
-use crate::split::Transform;
+use crate::transform::Transform;
 use std::io::{Read, Write};
 use std::sync::Arc;
 
-/// Settings for [`encode`].
-#[derive(Clone, Copy, Debug)]
-pub struct EncodeOptions {
+/// Settings for [`encode`] and [`encode_to_vec`]. Build them from [`EncodeOptions::new`] or
+/// [`Default`] so that code keeps compiling when settings are added:
+///
+/// ```
+/// let opts = sc::EncodeOptions {
+///     block_size: 4 << 20,
+///     threads: 2,
+///     ..sc::EncodeOptions::new(sc::Mode::Best)
+/// };
+/// ```
+#[derive(Clone, Copy)]
+pub struct EncodeOptions<'a> {
     /// FAST or BEST.
     pub mode: Mode,
-    /// Largest block in bytes: even, from 4 KiB to 64 MiB.
+    /// Largest block in bytes: even, from 4 KiB to 64 MiB
+    /// ([`MIN_BLOCK_SIZE`](crate::MIN_BLOCK_SIZE), [`MAX_BLOCK_SIZE`](crate::MAX_BLOCK_SIZE));
+    /// 1 MiB by default. Blocks are the unit of parallel coding and of random access.
     pub block_size: u32,
     /// Record the MD5 of the input. MD5 is sequential, about 0.5 GB/s on one core: FAST codes
     /// faster than that on two cores, so it leaves the MD5 out unless asked. Blocks always
     /// carry XXH3-64 checksums of their original bytes.
     pub md5: bool,
+    /// Length of the input, when known (a file): a safetensors header must then place every
+    /// tensor inside it, else the input is coded as plain bytes. `None` for streams.
+    pub input_len: Option<u64>,
+    /// Worker threads: 0 codes on the current rayon pool (the global one, or the pool the
+    /// caller runs in through `ThreadPool::install`); any other number on a pool of that many
+    /// threads made for the call. Output is identical for any thread count.
+    pub threads: usize,
+    /// Called with the input bytes coded so far after each block is written, on the calling
+    /// thread.
+    pub progress: Option<&'a (dyn Fn(u64) + Sync)>,
 }
 
-impl EncodeOptions {
-    /// Default settings for `mode`: 1 MiB blocks, MD5 recorded by BEST only.
+impl EncodeOptions<'_> {
+    /// Default settings for `mode`: 1 MiB blocks, MD5 recorded by BEST only, the current
+    /// thread pool.
     pub fn new(mode: Mode) -> Self {
         EncodeOptions {
             mode,
             block_size: DEFAULT_BLOCK_SIZE,
             md5: mode == Mode::Best,
+            input_len: None,
+            threads: 0,
+            progress: None,
         }
+    }
+
+    /// Checks a block size against the format's limits (even, 4 KiB to 64 MiB); the error
+    /// says what they are.
+    pub fn check_block_size(size: u32) -> Result<()> {
+        check_block_size(size).map_err(Error::InvalidArgument)
     }
 }
 
-impl Default for EncodeOptions {
+impl Default for EncodeOptions<'_> {
+    /// FAST, see [`EncodeOptions::new`].
     fn default() -> Self {
         EncodeOptions::new(Mode::Fast)
     }
 }
 
+impl std::fmt::Debug for EncodeOptions<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EncodeOptions")
+            .field("mode", &self.mode)
+            .field("block_size", &self.block_size)
+            .field("md5", &self.md5)
+            .field("input_len", &self.input_len)
+            .field("threads", &self.threads)
+            .field("progress", &self.progress.map(|_| "callback"))
+            .finish()
+    }
+}
+
 /// What [`encode`] did.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct EncodeReport {
     /// Bytes read.
     pub original_len: u64,
@@ -55,11 +103,14 @@ pub struct EncodeReport {
     pub blocks: u64,
     /// How the input was treated.
     pub kind: Kind,
-    /// Why a file that looked like safetensors took the generic path.
-    pub generic_reason: Option<String>,
+    /// Why an input that did not validate as safetensors took the generic path.
+    pub generic_reason: Option<HeaderError>,
     /// MD5 of the input, when it was recorded.
     pub md5: Option<[u8; 16]>,
 }
+
+// Every header the probe accepts must fit the container's kept-header limit.
+const _: () = assert!(MAX_HEADER_LEN <= MAX_KEPT_JSON);
 
 /// Reads the safetensors header if there is a valid one; returns it and the bytes consumed.
 ///
@@ -67,31 +118,23 @@ pub struct EncodeReport {
 fn probe(
     input: &mut impl Read,
     input_len: Option<u64>,
-) -> Result<(Option<Header>, Vec<u8>, Option<String>)> {
+) -> Result<(Option<Header>, Vec<u8>, Option<HeaderError>)> {
     let mut first = [0u8; 8];
     let got = read_up_to(input, &mut first)?;
     let mut consumed = first[..got].to_vec();
     if got < 8 {
-        return Ok((
-            None,
-            consumed,
-            Some("shorter than a safetensors header".into()),
-        ));
+        return Ok((None, consumed, Some(HeaderError::TooShort)));
     }
     let n = json_len(&first);
     let room = input_len.map_or(u64::MAX, |l| l.saturating_sub(8));
     if n > MAX_HEADER_LEN || n > room || n < 2 {
-        return Ok((
-            None,
-            consumed,
-            Some(format!("header length {n} is implausible")),
-        ));
+        return Ok((None, consumed, Some(HeaderError::ImplausibleLength(n))));
     }
     consumed.resize(8 + n as usize, 0);
     let got = read_up_to(input, &mut consumed[8..])?;
     if got < n as usize {
         consumed.truncate(8 + got);
-        return Ok((None, consumed, Some("input ends inside the header".into())));
+        return Ok((None, consumed, Some(HeaderError::EndsInsideHeader)));
     }
     match Header::parse(&consumed[8..], input_len.map(|l| l.saturating_sub(8 + n))) {
         Ok(h) => Ok((Some(h), consumed, None)),
@@ -170,19 +213,48 @@ impl ArchiveWriter {
     }
 }
 
-/// Compresses `input` into an archive on `output`.
+/// Compresses `input` into an archive on `output`; returns what it did.
 ///
-/// `input_len` is the input's length when known (files); `progress` is called with the number
-/// of input bytes consumed so far after each batch.
+/// Any input round-trips: a safetensors file has its header kept and its tensors split by
+/// dtype; anything else is coded as plain bytes. Reading, coding (in parallel, see
+/// [`EncodeOptions::threads`]) and writing overlap, and memory stays bounded by a window of
+/// blocks whatever the input's size. `output` is not flushed before returning an error; it
+/// then holds an incomplete archive, which decoders refuse.
 pub fn encode<R: Read + Send, W: Write + Send>(
+    input: R,
+    output: W,
+    opts: &EncodeOptions,
+) -> Result<EncodeReport> {
+    on_threads(opts.threads, || encode_here(input, output, opts))
+}
+
+/// Compresses `input` into a new archive in memory.
+///
+/// ```
+/// let weights = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/tiny.safetensors"))?;
+/// let archive = sc::encode_to_vec(&weights, &sc::EncodeOptions::new(sc::Mode::Best))?;
+/// assert!(archive.len() < weights.len());
+/// assert_eq!(sc::decode_to_vec(&archive, &sc::DecodeOptions::default())?, weights);
+/// # Ok::<(), sc::Error>(())
+/// ```
+pub fn encode_to_vec(input: &[u8], opts: &EncodeOptions) -> Result<Vec<u8>> {
+    let opts = EncodeOptions {
+        input_len: Some(input.len() as u64),
+        ..*opts
+    };
+    let mut archive = Vec::with_capacity(input.len() / 4 * 3);
+    encode(input, &mut archive, &opts)?;
+    Ok(archive)
+}
+
+/// [`encode`] on the current thread pool.
+fn encode_here<R: Read + Send, W: Write + Send>(
     mut input: R,
-    input_len: Option<u64>,
     mut output: W,
     opts: &EncodeOptions,
-    progress: &mut dyn FnMut(u64),
 ) -> Result<EncodeReport> {
     check_block_size(opts.block_size).map_err(Error::InvalidArgument)?;
-    let (header, consumed, generic_reason) = probe(&mut input, input_len)?;
+    let (header, consumed, generic_reason) = probe(&mut input, opts.input_len)?;
     let (kind, prefix, pending) = match &header {
         Some(_) => (Kind::Safetensors, consumed, Vec::new()),
         None => (Kind::Generic, Vec::new(), consumed),
@@ -232,7 +304,9 @@ pub fn encode<R: Read + Send, W: Write + Send>(
         },
         &mut |(raw, block)| {
             writer.write(&mut output, raw, block, &pools)?;
-            progress(writer.raw_pos);
+            if let Some(progress) = opts.progress {
+                progress(writer.raw_pos);
+            }
             Ok(())
         },
     )?;

@@ -60,6 +60,9 @@ impl<'f> MappedFile<'f> {
 
     /// Makes the window hold `need` bytes from `at` (which lie inside the file); returns its
     /// map and the offset of `at` in it.
+    // Mapping a file is unsafe in Rust whatever the use: the one `unsafe` outside the coders'
+    // kernels.
+    #[allow(unsafe_code)]
     fn cover(&mut self, at: u64, need: u64) -> io::Result<(Arc<Mmap>, usize)> {
         let fits = |w: &Window| w.start <= at && at + need <= w.end();
         let w = match self.window.take().filter(fits) {

@@ -14,6 +14,21 @@ use std::collections::VecDeque;
 use std::sync::mpsc::{channel, Receiver};
 use std::time::Duration;
 
+/// Runs `f` on a pool of `threads` threads made for the call, or on the current pool for 0.
+pub(crate) fn on_threads<T: Send>(
+    threads: usize,
+    f: impl FnOnce() -> crate::Result<T> + Send,
+) -> crate::Result<T> {
+    if threads == 0 {
+        return f();
+    }
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(std::io::Error::other)?
+        .install(f)
+}
+
 /// Blocks in flight: enough that every worker always has a block to code while the calling
 /// thread reads and writes, few enough to bound memory to a few blocks per worker.
 pub(crate) fn window() -> usize {

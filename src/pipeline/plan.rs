@@ -7,7 +7,7 @@
 //! already holds that much, so two such regions never share a block.
 
 use crate::safetensors::{Dtype, Header};
-use crate::split::Transform;
+use crate::transform::Transform;
 
 /// Size from which two regions do not share a block: each tensor has statistics of its own,
 /// and FAST's code tables fit one tensor far better than a mix (pocketnet BF16, many tensors

@@ -1,8 +1,9 @@
-//! Helpers shared by the integration tests (each test file includes this module).
+//! Helpers shared by the integration tests of the library and of the command line (each test
+//! file includes this module; `cli/tests/common` includes it too).
 #![allow(dead_code)]
 
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use sc::lab::Header;
+use std::ops::Range;
 
 /// SplitMix64: a small, fast, seedable generator for reproducible pseudo-random test data.
 pub struct Rng(pub u64);
@@ -28,16 +29,7 @@ impl Rng {
 
 /// Encodes `input` (length known) into a new archive.
 pub fn encode_to_vec(input: &[u8], opts: &sc::EncodeOptions) -> Vec<u8> {
-    let mut archive = Vec::new();
-    sc::encode(
-        input,
-        Some(input.len() as u64),
-        &mut archive,
-        opts,
-        &mut |_| {},
-    )
-    .expect("encoding into memory cannot fail");
-    archive
+    sc::encode_to_vec(input, opts).expect("encoding into memory cannot fail")
 }
 
 /// Builds a safetensors file from `(name, dtype, shape, bytes)` in that order, with `gap` bytes
@@ -67,41 +59,39 @@ pub fn safetensors(tensors: &[(&str, &str, Vec<u64>, Vec<u8>)], gap: usize, meta
     out
 }
 
-/// Runs `sc args...` in `dir`, its stdin read from the file `stdin` (else empty).
-pub fn sc(dir: &Path, args: &[&str], stdin: Option<&Path>) -> Output {
-    let input = match stdin {
-        Some(p) => Stdio::from(std::fs::File::open(p).unwrap()),
-        None => Stdio::null(),
-    };
-    let out = Command::new(env!("CARGO_BIN_EXE_sc"))
-        .args(args)
-        .current_dir(dir)
-        .stdin(input)
-        .output()
-        .expect("run sc");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!err.contains("panicked"), "sc {args:?} panicked: {err}");
-    out
+/// Where each tensor's bytes are in `file`, by name, from its own header.
+pub fn tensor_ranges(file: &[u8]) -> Vec<(String, Range<usize>)> {
+    let json_len = u64::from_le_bytes(file[..8].try_into().unwrap()) as usize;
+    let h = Header::parse(
+        &file[8..8 + json_len],
+        Some((file.len() - 8 - json_len) as u64),
+    )
+    .expect("valid safetensors");
+    let base = 8 + json_len;
+    h.tensors
+        .iter()
+        .map(|t| {
+            (
+                t.name.clone(),
+                base + t.begin as usize..base + t.end as usize,
+            )
+        })
+        .collect()
 }
 
-/// Asserts that a run succeeded.
-pub fn ok(out: Output) -> Output {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-/// Asserts that a run failed with exit 1 and one error line containing `needle`.
-pub fn fails(out: Output, needle: &str) -> String {
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(
-        err.starts_with("sc: error: ") && err.lines().count() == 1,
-        "{err}"
-    );
-    assert!(err.contains(needle), "{needle:?} not in {err}");
-    err
+/// Parses an extracted safetensors file and checks its layout: no holes, every tensor aligned
+/// to its element size, the header padded to 8 bytes.
+pub fn check_layout(file: &[u8]) -> (Header, serde_json::Value) {
+    let json_len = u64::from_le_bytes(file[..8].try_into().unwrap()) as usize;
+    assert_eq!((8 + json_len) % 8, 0, "data does not start 8-aligned");
+    let json = &file[8..8 + json_len];
+    let h = Header::parse(json, Some((file.len() - 8 - json_len) as u64)).expect("parses");
+    let mut end = 0;
+    for t in &h.tensors {
+        assert_eq!(t.begin, end, "hole or overlap before {}", t.name);
+        assert_eq!(t.begin % t.dtype.map_or(1, |d| d.width()), 0, "{}", t.name);
+        end = t.end;
+    }
+    assert_eq!(end as usize, file.len() - 8 - json_len, "trailing bytes");
+    (h, serde_json::from_slice(json).unwrap())
 }

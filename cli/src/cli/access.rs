@@ -42,7 +42,7 @@ fn open(path: &Path) -> Result<Archive<File>> {
     }
     let f = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     let archive = Archive::open(f).with_context(|| format!("reading {}", path.display()))?;
-    if archive.header().kind != Kind::Safetensors {
+    if archive.kind() != Kind::Safetensors {
         bail!(
             "{} holds a generic file, not safetensors: it has no tensors (use sc decode)",
             path.display()
@@ -206,7 +206,7 @@ fn extract_on_pool(a: &ExtractArgs) -> Result<()> {
             "{}: decoded {} of {} blocks: {} archive bytes read for them, {} bytes decoded; {} archive bytes read in all",
             a.input.display(),
             s.blocks_decoded,
-            archive.footer().index.len(),
+            archive.blocks(),
             s.block_bytes_read,
             s.bytes_decoded,
             s.archive_bytes_read

@@ -125,7 +125,7 @@ fn run(
     jobs: &[Job],
     quiet: bool,
     force: bool,
-    code: impl Fn(&Job, &mut dyn FnMut(u64)) -> Result<(u64, u64)> + Sync,
+    code: impl Fn(&Job, &(dyn Fn(u64) + Sync)) -> Result<(u64, u64)> + Sync,
 ) -> Vec<Outcome> {
     let mut order: Vec<usize> = (0..jobs.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(jobs[i].len));
@@ -138,14 +138,14 @@ fn run(
         if let Some(dir) = job.dest.parent() {
             fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         }
-        let mut last = 0;
-        let mut progress = |n: u64| {
-            let total = done.fetch_add(n.saturating_sub(last), Ordering::Relaxed);
-            bar.set_position(total + n.saturating_sub(last));
-            last = n;
+        let last = AtomicU64::new(0);
+        let progress = |n: u64| {
+            let new = n.saturating_sub(last.swap(n, Ordering::Relaxed));
+            let total = done.fetch_add(new, Ordering::Relaxed);
+            bar.set_position(total + new);
         };
         let (a, b) = match job.code {
-            true => code(job, &mut progress)?,
+            true => code(job, &progress)?,
             false => {
                 let copied = write_with(Some(&job.dest), force, false, |w| {
                     let mut f = File::open(&job.src)

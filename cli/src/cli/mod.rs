@@ -1,22 +1,16 @@
 //! The `sc` command line: argument parsing and the thin glue between files and the library.
 
 mod access;
-mod analyze;
-mod bench;
 mod folder;
-mod measure;
+mod lab;
 mod output;
-mod plot;
-mod shuffle;
-mod sweep;
-mod table;
 mod verify;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use md5::{Digest, Md5};
 use output::Output;
-use sc::container::checksum::{hex, FileDigest};
 use sc::{DecodeOptions, EncodeOptions, Kind, Mode};
 use std::fmt::Write as _;
 use std::fs::File;
@@ -48,20 +42,34 @@ enum Command {
     /// Write chosen tensors as a safetensors file (or raw bytes), decoding only their blocks
     /// (default output: INPUT without .sc and .safetensors, plus .extract.safetensors or .bin)
     Extract(access::ExtractArgs),
-    /// Experiment: bits per value of each model variant on a safetensors file's BF16/F16
-    /// tensors, next to the order-0 entropies
-    Models(ModelsArgs),
-    /// Experiment: entropy of each byte plane, the exponent and sign/mantissa, conditional
-    /// entropies and the bounds they set, per dtype and per tensor; --plot for histograms
-    Analyze(analyze::AnalyzeArgs),
-    /// Experiment: size, speed and peak memory of each mode against block size
-    Sweep(sweep::SweepArgs),
-    /// Experiment: sc fast and best next to zstd -1 and cp (--against: xz, bzip2, gzip,
-    /// shuffle+zstd, other levels), on the same files in the same run, round trips checked
-    Bench(bench::BenchArgs),
+    /// Bits per value of each model variant on a safetensors file's BF16/F16 tensors, next to
+    /// the order-0 entropies
+    #[command(hide = true)]
+    Models(lab::models::ModelsArgs),
+    /// Entropy of each byte plane, the exponent and sign/mantissa, conditional entropies and
+    /// the bounds they set, per dtype and per tensor; --plot for histograms
+    #[command(hide = true)]
+    Analyze(lab::analyze::AnalyzeArgs),
+    /// Size, speed and peak memory of each mode against block size
+    #[command(hide = true)]
+    Sweep(lab::sweep::SweepArgs),
+    /// sc fast and best next to zstd -1 and cp (--against: xz, bzip2, gzip, shuffle+zstd,
+    /// other levels), on the same files in the same run, round trips checked
+    #[command(hide = true)]
+    Bench(lab::bench::BenchArgs),
     /// Write a file's byte planes as FAST splits them, uncoded (the baseline behind
     /// `bench --against shuffle-zstd`), or restore the file with --undo
-    Shuffle(shuffle::ShuffleArgs),
+    #[command(hide = true)]
+    Shuffle(lab::shuffle::ShuffleArgs),
+}
+
+/// Parses the command line. The experiment commands are hidden from clap's own list of
+/// commands and listed under a heading of their own after it.
+pub fn parse() -> Cli {
+    use clap::{CommandFactory, FromArgMatches};
+    let command = lab::with_heading(Cli::command());
+    let matches = command.get_matches();
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
 }
 
 #[derive(Args, Debug)]
@@ -92,7 +100,7 @@ struct EncodeArgs {
     /// File to compress ('-' for stdin)
     input: PathBuf,
     /// fast: Huffman-coded exponent plane, raw low plane; best: range coder on every plane
-    #[arg(short, long, value_enum, default_value_t = Mode::Fast)]
+    #[arg(short, long, default_value = "fast", value_parser = mode_parser())]
     mode: Mode,
     /// Block size: bytes or with K/M suffix (KiB/MiB), even, 4K to 64M
     #[arg(short, long, default_value = "1M", value_parser = parse_size)]
@@ -147,17 +155,6 @@ struct InfoArgs {
     input: PathBuf,
 }
 
-#[derive(Args, Debug)]
-struct ModelsArgs {
-    /// safetensors file to measure
-    input: PathBuf,
-    /// Block size the coders see (as in encode)
-    #[arg(short, long, default_value = "1M", value_parser = parse_size)]
-    block_size: u32,
-    #[command(flatten)]
-    common: Common,
-}
-
 /// Parses `4096`, `12K`, `1M`, `1MiB`, `64m`.
 fn parse_size(s: &str) -> std::result::Result<u32, String> {
     let t = s.trim();
@@ -173,8 +170,18 @@ fn parse_size(s: &str) -> std::result::Result<u32, String> {
         .map_err(|_| format!("'{s}' is not a size (examples: 4096, 64K, 1M)"))?;
     let bytes = n.checked_mul(mult).filter(|&b| b <= u32::MAX as u64);
     let bytes = bytes.ok_or_else(|| format!("'{s}' is too large"))? as u32;
-    sc::container::check_block_size(bytes)?;
+    EncodeOptions::check_block_size(bytes).map_err(|e| match e {
+        sc::Error::InvalidArgument(m) => m,
+        e => e.to_string(),
+    })?;
     Ok(bytes)
+}
+
+/// Parses `fast` or `best`, listing both in help and in errors.
+pub(crate) fn mode_parser() -> impl clap::builder::TypedValueParser<Value = Mode> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(["fast", "best"])
+        .try_map(|s| s.parse::<Mode>().map_err(|e| e.to_string()))
 }
 
 /// Runs the parsed command line.
@@ -187,11 +194,11 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Info(a) => info(&a),
         Command::List(a) => access::list(&a),
         Command::Extract(a) => access::extract(&a),
-        Command::Models(a) => with_threads(a.common.threads, || models(&a)),
-        Command::Analyze(a) => analyze::run(&a),
-        Command::Sweep(a) => sweep::run(&a),
-        Command::Bench(a) => bench::run(&a),
-        Command::Shuffle(a) => shuffle::run(&a),
+        Command::Models(a) => lab::models::run(&a),
+        Command::Analyze(a) => lab::analyze::run(&a),
+        Command::Sweep(a) => lab::sweep::run(&a),
+        Command::Bench(a) => lab::bench::run(&a),
+        Command::Shuffle(a) => lab::shuffle::run(&a),
     }
 }
 
@@ -265,15 +272,17 @@ impl ArchiveInput {
         self,
         out: W,
         check_md5: bool,
-        progress: &mut dyn FnMut(u64),
+        progress: &(dyn Fn(u64) + Sync),
     ) -> sc::Result<sc::DecodeReport> {
         let opts = DecodeOptions {
             check_md5,
             archive_len: self.len(),
+            progress: Some(progress),
+            ..Default::default()
         };
         match self {
-            ArchiveInput::File(f, _) => sc::decode_file(&f, out, &opts, progress),
-            ArchiveInput::Stream(r) => sc::decode(r, out, &opts, progress),
+            ArchiveInput::File(f, _) => sc::decode_file(&f, out, &opts),
+            ArchiveInput::Stream(r) => sc::decode(r, out, &opts),
         }
     }
 }
@@ -362,7 +371,7 @@ fn encode(a: &EncodeArgs) -> Result<()> {
     let len = input_len(&a.input);
     let bar = progress_bar(len, a.common.quiet);
     let start = Instant::now();
-    let report = encode_one(&a.input, dest.as_deref(), a, &mut |n| bar.set_position(n))?;
+    let report = encode_one(&a.input, dest.as_deref(), a, &|n| bar.set_position(n))?;
     bar.finish_and_clear();
     if !a.common.quiet {
         let pct = 100.0 * report.archive_len as f64 / report.original_len.max(1) as f64;
@@ -399,7 +408,7 @@ fn encode_one(
     input: &Path,
     dest: Option<&Path>,
     a: &EncodeArgs,
-    progress: &mut dyn FnMut(u64),
+    progress: &(dyn Fn(u64) + Sync),
 ) -> Result<sc::EncodeReport> {
     if a.rm {
         check_rm(input, dest)?;
@@ -408,17 +417,18 @@ fn encode_one(
     let opts = EncodeOptions {
         block_size: a.block_size,
         md5: a.rm || a.md5 || (!a.no_md5 && EncodeOptions::new(a.mode).md5),
+        input_len: len,
+        progress: Some(progress),
         ..EncodeOptions::new(a.mode)
     };
     let report = write_with(dest, a.out.force, true, |out| {
-        sc::encode(reader, len, out, &opts, progress)
-            .with_context(|| format!("encoding {}", name(input)))
+        sc::encode(reader, out, &opts).with_context(|| format!("encoding {}", name(input)))
     })?;
     if a.rm {
         // Decode the archive as written and compare with the MD5 of what was read.
         let dest = dest.unwrap_or(Path::new("-"));
         let back = ArchiveInput::open(dest)?
-            .decode(io::sink(), true, &mut |_| {})
+            .decode(io::sink(), true, &|_| {})
             .with_context(|| format!("verifying {} before --rm", dest.display()))?;
         remove_input(input, back.md5.is_some() && back.md5 == report.md5)?;
     }
@@ -454,7 +464,7 @@ fn decode(a: &DecodeArgs) -> Result<()> {
     })?;
     let bar = progress_bar(input_len(&a.input), a.common.quiet);
     let start = Instant::now();
-    let report = decode_one(&a.input, dest.as_deref(), a, &mut |n| bar.set_position(n))?;
+    let report = decode_one(&a.input, dest.as_deref(), a, &|n| bar.set_position(n))?;
     bar.finish_and_clear();
     if !a.common.quiet {
         note(format_args!(
@@ -474,7 +484,7 @@ fn decode_one(
     input: &Path,
     dest: Option<&Path>,
     a: &DecodeArgs,
-    progress: &mut dyn FnMut(u64),
+    progress: &(dyn Fn(u64) + Sync),
 ) -> Result<sc::DecodeReport> {
     if a.rm {
         check_rm(input, dest)?;
@@ -494,14 +504,14 @@ fn decode_one(
 
 fn md5_of_file(path: &Path) -> Result<[u8; 16]> {
     let (mut input, _) = open_input(path)?;
-    let mut d = FileDigest::new();
+    let mut d = Md5::new();
     let mut buf = vec![0u8; 1 << 20];
     loop {
         let n = input
             .read(&mut buf)
             .with_context(|| format!("reading {}", path.display()))?;
         if n == 0 {
-            return Ok(d.finish());
+            return Ok(d.finalize().into());
         }
         d.update(&buf[..n]);
     }
@@ -523,7 +533,7 @@ fn verify(a: &VerifyArgs) -> Result<()> {
 fn check_archive(input: &Path, quiet: bool) -> Result<sc::DecodeReport> {
     let archive = ArchiveInput::open(input)?;
     let bar = progress_bar(archive.len(), quiet);
-    let report = archive.decode(io::sink(), true, &mut |n| bar.set_position(n));
+    let report = archive.decode(io::sink(), true, &|n| bar.set_position(n));
     bar.finish_and_clear();
     Ok(report?)
 }
@@ -561,86 +571,47 @@ fn info(a: &InfoArgs) -> Result<()> {
     let mut f =
         File::open(&a.input).with_context(|| format!("cannot open {}", a.input.display()))?;
     let info = sc::inspect(&mut f).with_context(|| format!("reading {}", a.input.display()))?;
-    let h = &info.header;
-    let orig = info.footer.original_len;
-    let kind = match h.kind {
+    let orig = info.original_len;
+    let kind = match info.kind {
         Kind::Safetensors => "safetensors",
         Kind::Generic => "generic (not safetensors)",
     };
     let mut t = String::new();
     writeln!(t, "file:        {}", a.input.display())?;
-    writeln!(t, "format:      sc version {}", sc::container::VERSION)?;
-    writeln!(t, "mode:        {}", h.mode.name())?;
-    writeln!(t, "block size:  {} bytes", h.block_size)?;
+    writeln!(t, "format:      sc version {}", info.format_version)?;
+    writeln!(t, "mode:        {}", info.mode.name())?;
+    writeln!(t, "block size:  {} bytes", info.block_size)?;
     writeln!(
         t,
         "input:       {kind}, {orig} bytes, md5 {}",
-        match h.md5 {
-            true => hex(&info.footer.md5),
-            false => "not recorded".into(),
-        }
+        info.md5.map_or("not recorded".into(), |m| hex(&m))
     )?;
     writeln!(
         t,
         "archive:     {} bytes ({:.2}% of original), {} blocks",
         info.archive_len,
         100.0 * info.archive_len as f64 / orig.max(1) as f64,
-        info.footer.index.len()
+        info.blocks
     )?;
-    for (name, (blocks, raw)) in &info.transforms {
-        writeln!(t, "  {name:<9} {blocks} blocks, {raw} bytes")?;
+    for (name, u) in &info.transforms {
+        writeln!(t, "  {name:<9} {} blocks, {} bytes", u.blocks, u.original)?;
     }
-    for (codec, (planes, raw, coded)) in &info.codecs {
-        let pct = 100.0 * *coded as f64 / (*raw).max(1) as f64;
+    for (codec, u) in &info.codecs {
+        let (planes, raw, coded) = (u.planes, u.original, u.coded);
+        let pct = 100.0 * coded as f64 / raw.max(1) as f64;
         writeln!(
             t,
             "  {codec:<9} {planes} planes, {raw} -> {coded} bytes ({pct:.2}%)"
         )?;
     }
-    if let Some(header) = &info.tensors {
-        writeln!(t, "tensors:     {}", header.tensors.len())?;
-        for (dtype, bytes) in header.dtype_bytes() {
+    if let Some(tensors) = &info.tensors {
+        writeln!(t, "tensors:     {}", tensors.len())?;
+        for (dtype, bytes) in info.dtype_bytes() {
             writeln!(t, "  {dtype:<9} {bytes} bytes")?;
         }
     }
     if let Some(json) = info.header_json() {
         writeln!(t, "header:      {}", json.trim_end())?;
-    }
-    print_stdout(&t)
-}
-
-fn models(a: &ModelsArgs) -> Result<()> {
-    let mut f =
-        File::open(&a.input).with_context(|| format!("cannot open {}", a.input.display()))?;
-    let file_len = f.metadata()?.len();
-    let rep = sc::experiments::compare_models(&mut f, a.block_size)
-        .with_context(|| format!("measuring {}", a.input.display()))?;
-    let data = rep.values as f64 * 2.0;
-    let other = file_len as f64 - data;
-    let mut t = String::new();
-    writeln!(
-        t,
-        "{}: {} BF16/F16 values ({:.1}% of the file) in {} blocks of up to {} bytes\n",
-        a.input.display(),
-        rep.values,
-        100.0 * data / file_len.max(1) as f64,
-        rep.blocks,
-        a.block_size
-    )?;
-    writeln!(
-        t,
-        "| model variant | bits/value | % of 16-bit data | file % if the rest is stored |"
-    )?;
-    writeln!(t, "|---|---:|---:|---:|")?;
-    for row in &rep.rows {
-        writeln!(
-            t,
-            "| {} | {:.4} | {:.3} | {:.3} |",
-            row.name,
-            rep.bits_per_value(row),
-            100.0 * row.bytes / data,
-            100.0 * (row.bytes + other) / file_len.max(1) as f64
-        )?;
     }
     print_stdout(&t)
 }
@@ -651,6 +622,11 @@ fn print_stdout(text: &str) -> Result<()> {
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
         .context("writing to stdout")
+}
+
+/// Lower-case hex of a digest, as `md5sum` prints it.
+fn hex(digest: &[u8]) -> String {
+    digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Prints a summary line on stderr; there is nowhere to report a failure to do so.

@@ -13,7 +13,7 @@ pub fn is_archive(p: &Path) -> bool {
     let mut magic = [0u8; 4];
     File::open(p)
         .and_then(|mut f| f.read_exact(&mut magic))
-        .is_ok_and(|()| magic == sc::container::MAGIC)
+        .is_ok_and(|()| magic == sc::MAGIC)
 }
 
 /// The archives to check: files as given, directories searched for `*.sc` files (recursively,

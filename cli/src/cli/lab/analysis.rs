@@ -8,10 +8,8 @@
 //! H(sign, mantissa | exponent), both equal to H(word) minus a marginal. Each gives a lower bound
 //! for a coder that models the planes that way.
 
-use crate::container::read_exact_or;
-use crate::entropy::entropy_bits;
-use crate::error::Result;
-use crate::safetensors::{read_file_header, Dtype};
+use sc::lab::{entropy_bits, read_file_header};
+use sc::{Dtype, Result};
 use std::io::{Read, Seek, SeekFrom};
 
 /// Bytes read per step; bounds memory whatever the tensor size.
@@ -325,7 +323,7 @@ impl Analysis {
 
 /// Analyses the safetensors file `r`, reading each tensor once in bounded chunks.
 ///
-/// A file that is not safetensors is [`crate::Error::InvalidArgument`] saying why.
+/// A file that is not safetensors is [`sc::Error::NotSafetensors`] saying why.
 pub fn analyze<R: Read + Seek>(r: &mut R) -> Result<Analysis> {
     analyze_in_chunks(r, CHUNK)
 }
@@ -345,7 +343,7 @@ fn analyze_in_chunks<R: Read + Seek>(r: &mut R, chunk: usize) -> Result<Analysis
         while left > 0 {
             let n = left.min(step as u64) as usize;
             buf.resize(n, 0);
-            read_exact_or(r, &mut buf, "tensor data")?;
+            r.read_exact(&mut buf)?;
             counts.add(&buf);
             left -= n as u64;
         }

@@ -1,10 +1,10 @@
 //! `sc analyze`: the entropy analysis behind the split-stream design, as tables and histograms.
 
+use super::analysis::{Analysis, Counts, DtypeAnalysis};
 use super::plot::{self, Axis, Mark, Panel};
 use super::table::Table;
 use anyhow::{Context, Result};
 use clap::Args;
-use sc::analysis::{Analysis, Counts, DtypeAnalysis};
 use std::fmt::Write as _;
 use std::fs::File;
 use std::ops::RangeInclusive;
@@ -37,14 +37,14 @@ fn open(path: &Path) -> Result<File> {
 
 /// Fails with a one-line reason unless `path` is a safetensors file.
 pub fn check_safetensors(path: &Path) -> Result<()> {
-    sc::safetensors::read_file_header(&mut open(path)?)
+    sc::lab::read_file_header(&mut open(path)?)
         .map_err(plain)
         .with_context(|| path.display().to_string())?;
     Ok(())
 }
 
 pub fn run(a: &AnalyzeArgs) -> Result<()> {
-    let an = sc::analysis::analyze(&mut open(&a.input)?)
+    let an = super::analysis::analyze(&mut open(&a.input)?)
         .map_err(plain)
         .with_context(|| a.input.display().to_string())?;
     let mut t = report(&a.input, &an, a.top)?;
@@ -66,7 +66,7 @@ pub fn run(a: &AnalyzeArgs) -> Result<()> {
             writeln!(t, "- {}", path.display())?;
         }
     }
-    super::print_stdout(&t)
+    crate::cli::print_stdout(&t)
 }
 
 /// The file name without its directory and its `.safetensors` extension.

@@ -267,13 +267,13 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         true => table.csv(),
         false => format!("{}\n{}", table.markdown(), notes(a, &missing, steal)),
     };
-    super::print_stdout(&out)?;
+    crate::cli::print_stdout(&out)?;
     if failed > 0 {
         bail!("{failed} round trip(s) failed");
     }
     if a.csv && !missing.is_empty() {
         let m: Vec<&str> = missing.into_iter().collect();
-        super::note(format_args!("not installed, skipped: {}", m.join(", ")));
+        crate::cli::note(format_args!("not installed, skipped: {}", m.join(", ")));
     }
     Ok(())
 }

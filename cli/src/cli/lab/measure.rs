@@ -156,20 +156,21 @@ pub fn find_program(name: &str) -> Option<PathBuf> {
 /// Whether two files have the same bytes.
 pub fn same_contents(a: &Path, b: &Path) -> Result<bool> {
     let (mut fa, mut fb) = (open(a)?, open(b)?);
-    if fa.metadata()?.len() != fb.metadata()?.len() {
+    let mut left = fa.metadata()?.len();
+    if fb.metadata()?.len() != left {
         return Ok(false);
     }
     let (mut ba, mut bb) = (vec![0u8; 1 << 20], vec![0u8; 1 << 20]);
-    loop {
-        let n = sc::container::read_up_to(&mut fa, &mut ba)?;
-        let m = sc::container::read_up_to(&mut fb, &mut bb)?;
-        if n != m || ba[..n] != bb[..m] {
+    while left > 0 {
+        let n = left.min(ba.len() as u64) as usize;
+        fa.read_exact(&mut ba[..n])?;
+        fb.read_exact(&mut bb[..n])?;
+        if ba[..n] != bb[..n] {
             return Ok(false);
         }
-        if n == 0 {
-            return Ok(true);
-        }
+        left -= n as u64;
     }
+    Ok(true)
 }
 
 /// What `sc bench` and `sc sweep` start from: the sc executable to run, after checking that

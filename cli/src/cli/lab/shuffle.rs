@@ -14,7 +14,7 @@ pub struct ShuffleArgs {
     #[arg(long)]
     undo: bool,
     /// Block size, as in encode
-    #[arg(short, long, default_value = "1M", value_parser = super::parse_size)]
+    #[arg(short, long, default_value = "1M", value_parser = crate::cli::parse_size)]
     block_size: u32,
     /// Output file (default: stdout)
     #[arg(short, long)]
@@ -25,17 +25,18 @@ pub struct ShuffleArgs {
 }
 
 pub fn run(a: &ShuffleArgs) -> Result<()> {
-    let dest = a.output.as_deref().filter(|o| !super::is_stdio(o));
-    let what = super::name(&a.input);
-    super::write_with(dest, a.force, true, |out| {
+    let dest = a.output.as_deref().filter(|o| !crate::cli::is_stdio(o));
+    let what = crate::cli::name(&a.input);
+    crate::cli::write_with(dest, a.force, true, |out| {
         if a.undo {
-            let (mut input, _) = super::open_input(&a.input)?;
-            sc::shuffle::unshuffle(&mut input, out).with_context(|| format!("restoring {what}"))?;
+            let (mut input, _) = crate::cli::open_input(&a.input)?;
+            sc::lab::shuffle::unshuffle(&mut input, out)
+                .with_context(|| format!("restoring {what}"))?;
         } else {
             let f = File::open(&a.input)
                 .with_context(|| format!("cannot open {}", a.input.display()))?;
             let mut input = BufReader::with_capacity(1 << 20, f);
-            sc::shuffle::shuffle(&mut input, out, a.block_size)
+            sc::lab::shuffle::shuffle(&mut input, out, a.block_size)
                 .with_context(|| format!("shuffling {what}"))?;
         }
         Ok(())

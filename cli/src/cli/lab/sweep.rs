@@ -16,12 +16,12 @@ pub struct SweepArgs {
     #[arg(required = true)]
     inputs: Vec<PathBuf>,
     /// Block sizes to try, comma-separated (bytes or K/M suffix)
-    #[arg(long, value_delimiter = ',', value_parser = super::parse_size, value_name = "LIST",
+    #[arg(long, value_delimiter = ',', value_parser = crate::cli::parse_size, value_name = "LIST",
           default_values = ["64K", "128K", "256K", "512K", "1M", "4M", "16M"])]
     block_sizes: Vec<u32>,
     /// Modes to try, comma-separated
-    #[arg(long = "mode", value_delimiter = ',', value_enum, value_name = "LIST",
-          default_values = ["fast", "best"])]
+    #[arg(long = "mode", value_delimiter = ',', value_parser = crate::cli::mode_parser(),
+          value_name = "LIST", default_values = ["fast", "best"])]
     modes: Vec<Mode>,
     /// Runs of every setting, alternating between settings; medians are reported
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
@@ -119,7 +119,7 @@ pub fn run(a: &SweepArgs) -> Result<()> {
             out += &format!("\nChart: {}\n", c.display());
         }
     }
-    super::print_stdout(&out)
+    crate::cli::print_stdout(&out)
 }
 
 fn sweep_file(sc: &Path, f: &Path, dir: &Path, a: &SweepArgs) -> Result<Vec<Point>> {
@@ -167,15 +167,15 @@ fn sweep_file(sc: &Path, f: &Path, dir: &Path, a: &SweepArgs) -> Result<Vec<Poin
         let mut file = File::open(&trial.archive)?;
         let info = sc::inspect(&mut file)
             .with_context(|| format!("reading {}", trial.archive.display()))?;
-        let payload: u64 = info.codecs.values().map(|c| c.2).sum();
+        let payload: u64 = info.codecs.values().map(|c| c.coded).sum();
         // The kept safetensors header is the file's own bytes, not framing.
-        let framing = info.archive_len - payload - info.header.prefix.len() as u64;
+        let framing = info.archive_len - payload - info.kept_header_len;
         let (encode, decode) = tally.speeds(len);
         std::fs::remove_file(&trial.archive)?;
         points.push(Point {
             mode,
             block_size,
-            blocks: info.footer.index.len(),
+            blocks: info.blocks as usize,
             size_pct: 100.0 * info.archive_len as f64 / len.max(1) as f64,
             framing_pct: 100.0 * framing as f64 / len.max(1) as f64,
             encode,

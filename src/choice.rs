@@ -1,0 +1,362 @@
+//! How each block is coded, in FAST and in BEST mode: its transform, then a codec for each
+//! plane, chosen by measuring the block. Every margin the choice applies is a named constant
+//! below, with what it trades.
+//!
+//! FAST keeps decoding at copy speed: Huffman codes the predictable planes, near-random planes
+//! are stored raw, and 16-bit float blocks go to the `huffjoint`/`raw6` pair where it is
+//! estimated smaller. BEST spends time on any gain: adaptive range coding, the `joint`/`raw6`
+//! pair for exponent-aligned blocks, and the static range coder where statistics hold still.
+
+use crate::codec::{
+    adaptive, constant, context, huffjoint, huffman, joint, range, raw6, Codec,
+};
+use crate::container::Mode;
+use crate::pipeline::block::Scratch;
+use crate::stats::{entropy_bits, histogram, single_symbol};
+use crate::transform::{Transform, MAX_PLANES};
+use rayon::prelude::*;
+
+/// Bits per byte above which FAST stores a plane after the first raw: Huffman would gain too
+/// little to pay for halving that plane's decode speed (the near-random mantissa planes of
+/// trained weights measure 7.9-8.0).
+const FAST_RAW_BITS: f64 = 7.5;
+/// The same for BEST, which spends time on any gain above ~0.4%.
+const BEST_RAW_BITS: f64 = 7.97;
+/// Planes after the first are judged on every this many bytes: cheap next to coding them, and
+/// close enough to decide.
+const RAW_SAMPLE_STEP: usize = 8;
+
+/// BEST's estimate of the static range coder's table, per used symbol (one or two bytes of
+/// frequency, and zero runs between) and in all (the last-symbol byte, rounding): added to the
+/// plane's entropy to judge the coder against the adaptive one, which sends no table but pays
+/// for learning.
+const RANGE_TABLE_PER_SYMBOL: f64 = 2.0;
+const RANGE_TABLE_FIXED: f64 = 16.0;
+
+/// BEST keeps its modelled codecs (`context` for the sign/mantissa plane, the `joint` pair)
+/// unless the order-0 estimate of coding the planes apart promises clearly less: these allow
+/// that estimate 1% and 600 bytes, as it ignores the separate coders' tables and learning cost,
+/// and the modelled codecs are the ones built for trained weights (decoding one range-coder
+/// step per element where the separate coders take more). Low-precision data with zeroed
+/// mantissa bits is what goes to the separate coders.
+const MODEL_SLACK_RATIO: f64 = 1.01;
+const MODEL_SLACK_BYTES: f64 = 600.0;
+
+/// What FAST's `huffjoint` pair adds to its estimate over the planes coded apart: the alphabet
+/// (a 32-byte bitmap and a nibble per exponent) and a longer code table (a nibble per key
+/// where the exponents' table has one per exponent), about this much in all plus one byte per
+/// joint symbol.
+const HUFFJOINT_FIXED_BYTES: f64 = 40.0;
+const HUFFJOINT_PER_SYMBOL: f64 = 1.0;
+
+/// `choose16` measures at least this many elements of a block (all of a small block).
+const SPLIT16_SAMPLE: usize = 16384;
+/// ... and at most every this many elements of a large one: a denser sample of a 1 MiB block
+/// costs more than the coding it guides.
+const SPLIT16_MAX_STEP: usize = 16;
+
+/// The transform a block planned as `planned` is coded with, measured on its bytes `raw`:
+/// 16-bit floats take [`choose16`] unless `keep_exp16` (BEST, whose joint model is built for
+/// the exponent-aligned split), 32- and 64-bit integers [`choose_delta`], others as planned.
+pub fn refine(planned: Transform, raw: &[u8], keep_exp16: bool) -> Transform {
+    match planned {
+        Transform::Exp16 if !keep_exp16 => choose16(raw, false),
+        Transform::Split32 | Transform::Split64 => choose_delta(raw, planned),
+        t => t,
+    }
+}
+
+/// Picks the 16-bit split whose planes measure cheaper for the block `raw`.
+///
+/// Measures order-0 entropies on a sample (see [`SPLIT16_SAMPLE`]): plane 0 alone when plane 1
+/// will be stored raw (`code_plane1` false, FAST), both planes otherwise. Real BF16 weights
+/// almost always favour [`Transform::Exp16`]; F16 and unusual data may not, hence the
+/// measurement.
+pub fn choose16(raw: &[u8], code_plane1: bool) -> Transform {
+    let mut h = [[0u32; 256]; 4];
+    let step = (raw.len() / 2 / SPLIT16_SAMPLE).clamp(1, SPLIT16_MAX_STEP);
+    for c in raw.chunks_exact(2).step_by(step) {
+        let w = u16::from_le(bytemuck::pod_read_unaligned(c));
+        h[0][(w >> 8) as usize] += 1;
+        h[1][(w & 0xFF) as usize] += 1;
+        h[2][((w >> 7) & 0xFF) as usize] += 1;
+        h[3][(((w >> 8) & 0x80) | (w & 0x7F)) as usize] += 1;
+    }
+    let e = |k: usize| entropy_bits(&h[k]);
+    let (split, exp) = if code_plane1 {
+        (e(0) + e(1), e(2) + e(3))
+    } else {
+        (e(0), e(2))
+    };
+    if exp <= split {
+        Transform::Exp16
+    } else {
+        Transform::Split16
+    }
+}
+
+/// Picks byte planes of the values (`plain`, [`Transform::Split32`] or [`Transform::Split64`])
+/// or of their differences for the integer block `raw`, whichever planes have the lower summed
+/// order-0 entropy. Integer tensors are small next to the weights, so every element is counted.
+pub fn choose_delta(raw: &[u8], plain: Transform) -> Transform {
+    let delta = match plain {
+        Transform::Split32 => Transform::Delta32,
+        Transform::Split64 => Transform::Delta64,
+        t => return t,
+    };
+    let cost = |t: Transform| {
+        let mut planes = vec![Vec::new(); t.planes()];
+        t.split(raw, &mut planes);
+        planes
+            .iter()
+            .map(|p| entropy_bits(&histogram(p)))
+            .sum::<f64>()
+    };
+    if cost(delta) < cost(plain) {
+        delta
+    } else {
+        plain
+    }
+}
+
+/// Whether a plane other than the first is worth entropy coding in `mode`, judged by the
+/// order-0 entropy of a sample of its bytes.
+fn worth_coding(data: &[u8], mode: Mode) -> bool {
+    let mut h = [0u32; 256];
+    for &b in data.iter().step_by(RAW_SAMPLE_STEP) {
+        h[b as usize] += 1;
+    }
+    let limit = match mode {
+        Mode::Fast => FAST_RAW_BITS,
+        Mode::Best => BEST_RAW_BITS,
+    };
+    entropy_bits(&h) < limit
+}
+
+/// Codes one plane into `coded` (left empty when the plane is best stored as is): entropy-coded
+/// if `entropy`, otherwise const or stored.
+fn code_plane(data: &[u8], entropy: bool, mode: Mode, coded: &mut Vec<u8>) -> Codec {
+    coded.clear();
+    if entropy {
+        return code_counted(data, &histogram(data), mode, coded);
+    }
+    match constant::of(data) {
+        Some(b) => {
+            coded.push(b);
+            Codec::Const
+        }
+        None => Codec::Stored,
+    }
+}
+
+/// Entropy-codes a plane whose histogram `hist` is known: const, coded if smaller, or stored.
+fn code_counted(data: &[u8], hist: &[u32; 256], mode: Mode, coded: &mut Vec<u8>) -> Codec {
+    coded.clear();
+    if let Some(s) = single_symbol(hist) {
+        if data.len() > 1 {
+            coded.push(s);
+            return Codec::Const;
+        }
+        return Codec::Stored;
+    }
+    let codec = match mode {
+        Mode::Fast => {
+            huffman::encode(data, hist, coded);
+            Codec::Huffman
+        }
+        Mode::Best => {
+            // The adaptive model follows drifting statistics (sorted ids, per-row scales) that
+            // one static table averages away; the static coder wins on stationary data by the
+            // adaptive model's learning cost. Try adaptive, keep it unless the static coder's
+            // estimated size (entropy plus its table) is smaller.
+            let used = hist.iter().filter(|&&c| c > 0).count() as f64;
+            let estimate = entropy_bits(hist) * data.len() as f64 / 8.0
+                + RANGE_TABLE_PER_SYMBOL * used
+                + RANGE_TABLE_FIXED;
+            if adaptive::encode(data, coded) && (coded.len() as f64) <= estimate {
+                Codec::Adaptive
+            } else {
+                coded.clear();
+                range::encode(data, hist, coded);
+                Codec::Range
+            }
+        }
+    };
+    if coded.len() < data.len() {
+        return codec;
+    }
+    coded.clear();
+    Codec::Stored
+}
+
+/// BEST: the exponent plane of a 16-bit block, with the adaptive order-0 model.
+fn code_exponents(data: &[u8], coded: &mut Vec<u8>) -> Codec {
+    coded.clear();
+    if adaptive::encode(data, coded) && coded.len() < data.len() {
+        return Codec::Adaptive;
+    }
+    // Fewer than two symbols, or no gain: the generic choice (const or stored).
+    code_plane(data, false, Mode::Best, coded)
+}
+
+/// BEST: the sign/mantissa plane of a 16-bit block, given its exponent plane: the context
+/// codec unless the plane's order-0 entropy promises clearly less (see [`MODEL_SLACK_RATIO`]);
+/// a constant plane goes to the generic coders.
+fn code_mantissas(data: &[u8], exponents: &[u8], coded: &mut Vec<u8>) -> Codec {
+    coded.clear();
+    let hist = histogram(data);
+    if data.len() < 2 || single_symbol(&hist).is_some() {
+        return code_counted(data, &hist, Mode::Best, coded);
+    }
+    context::encode_context(data, exponents, coded);
+    let order0 = entropy_bits(&hist) * data.len() as f64 / 8.0 + MODEL_SLACK_BYTES;
+    if coded.len() < data.len() && (coded.len() as f64) < order0 * MODEL_SLACK_RATIO {
+        return Codec::Context;
+    }
+    code_counted(data, &hist, Mode::Best, coded)
+}
+
+/// BEST: planes 0 and 1 of an exponent-aligned block as a joint/raw6 pair (`None`, leaving
+/// the buffers to be overwritten, when the pair does not apply or does not pay; see
+/// [`MODEL_SLACK_RATIO`]).
+fn code_joint(p: [&[u8]; 2], c0: &mut Vec<u8>, c1: &mut Vec<u8>) -> Option<(Codec, Codec)> {
+    c0.clear();
+    c1.clear();
+    let n = p[0].len();
+    let (joint, estimate) = rayon::join(
+        || joint::encode_joint(p[0], p[1], c0),
+        || {
+            raw6::encode(p[1], c1);
+            let bits = entropy_bits(&histogram(p[0])) + entropy_bits(&histogram(p[1]));
+            bits * n as f64 / 8.0
+        },
+    );
+    let total = c0.len() + c1.len();
+    let pays = (total as f64) < estimate * MODEL_SLACK_RATIO + MODEL_SLACK_BYTES;
+    (joint && total < 2 * n && pays).then_some((Codec::Joint, Codec::Raw6))
+}
+
+/// FAST: an `exp16` block as a huffjoint/raw6 pair, coded from the block's words (`None`,
+/// leaving the buffers to be overwritten, when the pair does not apply or is not estimated
+/// smaller than the planes coded apart).
+///
+/// Both estimates come from one count of the joint symbols: the keys' entropy plus 6 raw
+/// bits, against the exponents' entropy plus plane 1 as FAST would code it on its own.
+fn code_huffjoint(raw: &[u8], coded: &mut [Vec<u8>], keys: &mut Vec<u8>) -> Option<[Codec; 2]> {
+    let [c0, c1, ..] = coded else {
+        unreachable!("a block has room for two planes")
+    };
+    c0.clear();
+    c1.clear();
+    if huffjoint::sampled_too_many16(raw) {
+        return None;
+    }
+    let census = huffjoint::Census::of16(raw);
+    let alphabet = census.alphabet()?;
+    let hist = census.keys(&alphabet);
+    let mut sm = [0u32; 256];
+    for c in raw.chunks_exact(2).step_by(RAW_SAMPLE_STEP) {
+        sm[((c[1] & 0x80) | (c[0] & 0x7F)) as usize] += 1;
+    }
+    let plane1 = match entropy_bits(&sm) {
+        h if h < FAST_RAW_BITS => h,
+        _ => 8.0,
+    };
+    let apart = entropy_bits(&census.exponents()) + plane1;
+    let together = entropy_bits(&hist) + 6.0;
+    let n = raw.len() / 2;
+    let extra = HUFFJOINT_FIXED_BYTES + HUFFJOINT_PER_SYMBOL * alphabet.len() as f64;
+    if together * n as f64 / 8.0 + extra >= apart * n as f64 / 8.0 {
+        return None;
+    }
+    rayon::join(
+        || huffjoint::encode(&alphabet, &hist, raw, keys, c0),
+        || huffjoint::encode_raw16(raw, c1),
+    );
+    (c0.len() + c1.len() < 2 * n).then_some([Codec::HuffJoint, Codec::Raw6])
+}
+
+/// Codes a plane after the first, on its own: entropy-coded where [`worth_coding`] says so.
+fn code_other(data: &[u8], mode: Mode, coded: &mut Vec<u8>) -> Codec {
+    code_plane(data, worth_coding(data, mode), mode, coded)
+}
+
+/// Codes planes 0 and 1 of a multi-plane block, concurrently unless BEST models plane 1 with
+/// plane 0 as context (then the exponent plane is coded on the other thread meanwhile).
+fn code_head(transform: Transform, mode: Mode, p: [&[u8]; 2], c: &mut [Vec<u8>]) -> (Codec, Codec) {
+    let [c0, c1] = c else {
+        unreachable!("code_head gets two coded buffers")
+    };
+    match mode {
+        Mode::Best if transform.exponent_aligned() => code_joint(p, c0, c1).unwrap_or_else(|| {
+            rayon::join(
+                || code_exponents(p[0], c0),
+                || code_mantissas(p[1], p[0], c1),
+            )
+        }),
+        _ => rayon::join(
+            || code_plane(p[0], true, mode, c0),
+            || code_other(p[1], mode, c1),
+        ),
+    }
+}
+
+/// Codes the block `raw`, planned as `planned`, in `mode`: returns the transform it is coded
+/// with (see [`refine`]) and the codec of each of its planes. Plane `k`'s payload is then
+/// `s.coded[k]`, or for a stored plane `s.planes[k]` (the block itself for a one-plane block).
+pub fn code(raw: &[u8], planned: Transform, mode: Mode, s: &mut Scratch) -> (Transform, [Codec; MAX_PLANES]) {
+    let transform = refine(planned, raw, mode == Mode::Best);
+    let n = transform.planes();
+    let Scratch {
+        planes,
+        coded,
+        keys,
+    } = s;
+    let mut codecs = [Codec::Stored; MAX_PLANES];
+    let huffjoint = mode == Mode::Fast && transform == Transform::Exp16;
+    if n == 1 {
+        codecs[0] = code_plane(raw, true, mode, &mut coded[0]);
+    } else if let Some(pair) = huffjoint
+        .then(|| code_huffjoint(raw, coded, keys))
+        .flatten()
+    {
+        codecs[..2].copy_from_slice(&pair);
+    } else {
+        transform.split(raw, planes);
+        let (head, tail) = coded[..n].split_at_mut(2);
+        let (pair, rest) = rayon::join(
+            || code_head(transform, mode, [&planes[0], &planes[1]], head),
+            || {
+                tail.par_iter_mut()
+                    .zip(&planes[2..n])
+                    .map(|(c, p)| code_other(p, mode, c))
+                    .collect::<Vec<Codec>>()
+            },
+        );
+        (codecs[0], codecs[1]) = pair;
+        codecs[2..n].copy_from_slice(&rest);
+    }
+    (transform, codecs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delta_is_chosen_for_sequences_not_for_noise() {
+        let ids: Vec<u8> = (1000..1300u64).flat_map(u64::to_le_bytes).collect();
+        assert_eq!(choose_delta(&ids, Transform::Split64), Transform::Delta64);
+        // Small unordered values: their differences spread wider than they do.
+        let mut x = 0x2545_F491u32;
+        let noise: Vec<u8> = (0..300)
+            .flat_map(|_| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                (x >> 22).to_le_bytes()
+            })
+            .collect();
+        assert_eq!(choose_delta(&noise, Transform::Split32), Transform::Split32);
+    }
+}

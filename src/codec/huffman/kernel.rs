@@ -1,0 +1,269 @@
+//! The Huffman decode loop: four streams decoded interleaved, with unchecked refills and
+//! stores whose bounds are proven per batch, compiled a second time for BMI2 and LZCNT where
+//! the CPU has them. The only `unsafe` of the codec besides the huffjoint kernels.
+#![allow(unsafe_code)]
+
+use super::{
+    quarter, DecodeTable, Table, COUNT_SHIFT, LEN_SHIFT, LOOKUP_MASK, MAX_SYMS, STREAMS,
+};
+use crate::codec::CodecError;
+
+/// Lookups per stream between refills: a refill leaves at least 56 bits, a lookup takes <= 12.
+const LOOKUPS: usize = 4;
+/// How far one round of [`LOOKUPS`] lookups can advance a stream's output position.
+const ROUND_ADVANCE: usize = LOOKUPS * MAX_SYMS as usize;
+/// How far past its position one round can write: the last lookup stores 4 bytes after at most
+/// `LOOKUPS - 1` full advances.
+const ROUND_REACH: usize = (LOOKUPS - 1) * MAX_SYMS as usize + 4;
+
+/// Set above the unconsumed bits of a lane's buffer: its leading zeros are the bits consumed
+/// since the last load, so a lookup only shifts and no bit counter is updated per symbol.
+const MARKER: u64 = 1 << 63;
+
+/// The 8 bytes of `data` from `at` on, little-endian, zeros past the end.
+#[inline(always)]
+fn read_word(data: &[u8], at: usize) -> u64 {
+    match data.get(at..at + 8) {
+        Some(word) => u64::from_le(bytemuck::pod_read_unaligned(word)),
+        None => read_word_tail(data, at),
+    }
+}
+
+/// [`read_word`] near the end of a stream: only its last few symbols, or corrupt input.
+#[cold]
+fn read_word_tail(data: &[u8], at: usize) -> u64 {
+    let mut b = [0u8; 8];
+    if let Some(rest) = data.get(at..) {
+        let n = rest.len().min(8);
+        b[..n].copy_from_slice(&rest[..n]);
+    }
+    u64::from_le_bytes(b)
+}
+
+/// One stream with its table and output range `at..end` of the plane.
+#[derive(Clone, Copy)]
+pub(crate) struct Lane<'a> {
+    data: &'a [u8],
+    /// Byte of `data` that `buf` was last loaded from.
+    byte: usize,
+    /// The stream's bits from `byte * 8` on, shifted right past those consumed, under [`MARKER`].
+    buf: u64,
+    table: &'a Table,
+    lens: &'a [u8; 256],
+    at: usize,
+    end: usize,
+}
+
+impl<'a> Lane<'a> {
+    pub(crate) fn new(data: &'a [u8], table: &'a DecodeTable, at: usize, end: usize) -> Self {
+        Lane {
+            data,
+            byte: 0,
+            buf: MARKER,
+            table: &table.multi,
+            lens: &table.lens,
+            at,
+            end,
+        }
+    }
+
+    fn room(&self) -> usize {
+        self.end - self.at
+    }
+
+    /// Reloads the buffer at the first unconsumed bit: at least 56 bits then lie under the marker.
+    #[inline(always)]
+    fn refill(&mut self) {
+        let consumed = self.buf.leading_zeros() as usize;
+        self.byte += consumed / 8;
+        self.buf = (read_word(self.data, self.byte) | MARKER) >> (consumed % 8);
+    }
+
+    /// [`Lane::refill`] without the bounds check.
+    ///
+    /// # Safety
+    /// `data` must hold 8 bytes from `byte + leading_zeros(buf) / 8` on.
+    #[inline(always)]
+    unsafe fn refill_unchecked(&mut self) {
+        let consumed = self.buf.leading_zeros() as usize;
+        self.byte += consumed / 8;
+        let word = u64::from_le(
+            self.data
+                .as_ptr()
+                .add(self.byte)
+                .cast::<u64>()
+                .read_unaligned(),
+        );
+        self.buf = (word | MARKER) >> (consumed % 8);
+    }
+
+    /// Rounds of refill and [`LOOKUPS`] lookups that stay inside `data`: the first refill
+    /// advances at most 7 bytes (a safe bound: up to 55 bits are consumed), each later one at
+    /// most 6 (a refill
+    /// leaves under 8 bits of the loaded byte consumed, the lookups take at most 48), and each
+    /// loads 8 bytes.
+    fn rounds_in_data(&self) -> usize {
+        match self.data.len().checked_sub(self.byte + 7 + 8) {
+            Some(slack) => slack / 6 + 1,
+            None => 0,
+        }
+    }
+
+    /// The entry of `table` (this lane's) for the next bits.
+    #[inline(always)]
+    fn entry(&self, table: &Table) -> u32 {
+        table[(self.buf & LOOKUP_MASK) as usize]
+    }
+
+    /// Decodes the next entry of `table` (this lane's) into `out[at..at + 4]` and advances
+    /// past its symbols.
+    ///
+    /// # Safety
+    /// `out` must be valid for writes at `at..at + 4`.
+    #[inline(always)]
+    unsafe fn lookup(&mut self, table: &Table, out: *mut u8) {
+        let e = self.entry(table);
+        out.add(self.at)
+            .cast::<[u8; 4]>()
+            .write_unaligned(e.to_le_bytes());
+        self.buf >>= (e >> LEN_SHIFT) & 63;
+        self.at += (e >> COUNT_SHIFT) as usize;
+    }
+
+    /// Decodes one symbol; for the last few of a stream, where a whole entry may not fit.
+    fn decode_one(&mut self, out: &mut [u8]) {
+        self.refill();
+        let e = self.entry(self.table);
+        let s = e as u8;
+        let len = if e >> COUNT_SHIFT == 1 {
+            (e >> LEN_SHIFT) & 63
+        } else {
+            self.lens[s as usize] as u32
+        };
+        self.buf >>= len;
+        if let Some(o) = out.get_mut(self.at) {
+            *o = s;
+        }
+        self.at += 1;
+    }
+
+    /// True if decoding consumed more bits than the stream holds.
+    fn overran(&self) -> bool {
+        self.byte * 8 + self.buf.leading_zeros() as usize > self.data.len() * 8
+    }
+}
+
+/// Decodes the first `N` lanes, interleaved, until one has too little output room left for a
+/// whole round of unconditional stores, or too few stream bytes for a round of unchecked
+/// refills. `table` gives each lane's table.
+#[inline(always)]
+fn run<'t, const N: usize>(
+    lanes: &mut [Lane<'t>],
+    out: &mut [u8],
+    table: impl Fn(&Lane<'t>) -> &'t Table,
+) {
+    let Some(chunk) = lanes.first_chunk_mut::<N>() else {
+        return;
+    };
+    // A local copy keeps the decode state in registers across the stores through `ptr`.
+    let mut l = *chunk;
+    let ptr = out.as_mut_ptr();
+    loop {
+        let room = l.iter().map(Lane::room).min().unwrap_or(0);
+        let by_room = (room + ROUND_ADVANCE).saturating_sub(ROUND_REACH) / ROUND_ADVANCE;
+        let by_data = l.iter().map(Lane::rounds_in_data).min().unwrap_or(0);
+        let rounds = by_room.min(by_data);
+        if rounds == 0 {
+            break;
+        }
+        for _ in 0..rounds {
+            for lane in l.iter_mut() {
+                // SAFETY: `rounds_in_data` bounds the bytes this batch's refills load.
+                unsafe { lane.refill_unchecked() };
+            }
+            for _ in 0..LOOKUPS {
+                for lane in l.iter_mut() {
+                    // SAFETY: every lane has `end <= out.len()` and at least `room` bytes left at
+                    // the start of this batch; round j starts at most `j * ROUND_ADVANCE` past
+                    // that and writes below `j * ROUND_ADVANCE + ROUND_REACH <= room`.
+                    unsafe { lane.lookup(table(lane), ptr) };
+                }
+            }
+        }
+    }
+    *chunk = l;
+}
+
+/// Decodes all but the last few symbols of each lane (those of its last 20 or so stream
+/// bytes, or the last dozen or so output positions).
+#[inline(always)]
+pub(crate) fn bulk(lanes: &mut [Lane; STREAMS], out: &mut [u8]) {
+    // One table for all lanes (the common case) is one pointer in a register instead of four
+    // competing for them: the four-lane loop otherwise reloads table pointers from the stack.
+    let first = lanes[0].table;
+    if lanes.iter().all(|l| std::ptr::eq(l.table, first)) {
+        bulk_with(lanes, out, |_| first);
+    } else {
+        bulk_with(lanes, out, |l| l.table);
+    }
+}
+
+/// [`bulk`] with `table` giving each lane's table.
+#[inline(always)]
+fn bulk_with<'t>(
+    lanes: &mut [Lane<'t>; STREAMS],
+    out: &mut [u8],
+    table: impl Fn(&Lane<'t>) -> &'t Table + Copy,
+) {
+    // Streams finish the interleaved loop at different times (their codes differ in length);
+    // the ones with the most left go on together.
+    run::<4>(lanes, out, table);
+    lanes.sort_unstable_by_key(|l| std::cmp::Reverse(l.room()));
+    run::<3>(lanes, out, table);
+    lanes[..3].sort_unstable_by_key(|l| std::cmp::Reverse(l.room()));
+    run::<2>(lanes, out, table);
+    lanes[..2].sort_unstable_by_key(|l| std::cmp::Reverse(l.room()));
+    run::<1>(lanes, out, table);
+}
+
+/// [`bulk`] compiled for one-uop variable shifts (BMI2) and leading-zero counts (LZCNT).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "bmi2,lzcnt")]
+unsafe fn bulk_bmi2(lanes: &mut [Lane; STREAMS], out: &mut [u8]) {
+    bulk(lanes, out);
+}
+
+/// [`bulk`] as compiled for this CPU.
+pub(crate) fn bulk_detect(lanes: &mut [Lane; STREAMS], out: &mut [u8]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("bmi2") && std::is_x86_feature_detected!("lzcnt") {
+        // SAFETY: the CPU has the features `bulk_bmi2` is compiled for.
+        return unsafe { bulk_bmi2(lanes, out) };
+    }
+    bulk(lanes, out);
+}
+
+/// Decodes the four `streams` into `out` with `tables` (one shared, or one per stream).
+pub(crate) fn decode_lanes(
+    tables: &[DecodeTable],
+    streams: [&[u8]; STREAMS],
+    out: &mut [u8],
+    decode_bulk: fn(&mut [Lane; STREAMS], &mut [u8]),
+) -> Result<(), CodecError> {
+    let n = out.len();
+    let q = quarter(n);
+    let mut lanes: [Lane; STREAMS] = std::array::from_fn(|k| {
+        let table = &tables[k.min(tables.len() - 1)];
+        Lane::new(streams[k], table, (k * q).min(n), ((k + 1) * q).min(n))
+    });
+    decode_bulk(&mut lanes, out);
+    for lane in &mut lanes {
+        while lane.at < lane.end {
+            lane.decode_one(out);
+        }
+        if lane.overran() {
+            return Err(CodecError("huffman stream overrun"));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,229 @@
+//! Plane codecs: how each plane of a block is stored, one file per codec.
+//!
+//! A codec's file holds everything about it: its id and name in the format, where its planes
+//! may sit and how long their payloads may be ([`Spec::fits`], [`Spec::partner`]), its
+//! encoder, and its decoder ([`Spec::decode`]). Shared machinery lives beside them: `rc` (the
+//! range coder the BEST codecs drive), `alphabet` (the joint symbols of exponent and top
+//! mantissa bits). Which codec codes which plane is decided in `crate::choice`.
+//!
+//! | id | codec | coder |
+//! |---:|---|---|
+//! | 0 | [`stored`] | the bytes as they are |
+//! | 1 | [`constant`] | one byte for a plane of one value |
+//! | 2 | [`huffman`] | canonical Huffman, 4 streams (FAST) |
+//! | 3 | [`range`] | range coder, static order-0 model (BEST) |
+//! | 4 | [`adaptive`] | range coder, adaptive order-0 model (BEST) |
+//! | 5 | [`context`] | sign/mantissa bits modelled on the exponent plane (BEST) |
+//! | 6 | [`joint`] | exponent and top mantissa bits as one adaptive symbol (BEST) |
+//! | 7 | [`raw6`] | the other 6 bits of each sign/mantissa byte, packed (partner of 6 and 8) |
+//! | 8 | [`huffjoint`] | the joint symbols Huffman-coded, decoded into BF16 words (FAST) |
+//!
+//! # Adding a codec
+//! 1. Write `codec/<name>.rs`: its encoder, its decoder and its `SPEC` (id, name, placement
+//!    and length rules, decoding).
+//! 2. List it in [`Codec`]: a variant with its id, and its arm in [`Codec::spec`].
+//! 3. Let `crate::choice` pick it, with named margins for what it trades.
+//! 4. Specify its payload in `docs/FORMAT.md`. Decoders refuse ids they do not know, so an
+//!    archive using it needs a decoder that has it.
+
+pub mod adaptive;
+pub mod alphabet;
+pub mod constant;
+pub mod context;
+pub mod huffjoint;
+pub mod huffman;
+pub mod joint;
+pub mod range;
+pub mod raw6;
+pub mod rc;
+pub mod stored;
+
+use crate::container::PlaneEntry;
+use crate::transform::Transform;
+
+/// A decoding failure inside one plane; the pipeline adds the block number.
+///
+/// A static string, so the decode paths never allocate for errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CodecError(pub &'static str);
+
+impl std::fmt::Display for CodecError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl CodecError {
+    /// Attaches the block number, turning this into a library error.
+    pub fn in_block(self, index: u64) -> crate::Error {
+        crate::Error::CorruptBlock {
+            index,
+            reason: self.0.to_string(),
+        }
+    }
+}
+
+/// How one plane is stored: the codec ids of the format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Codec {
+    /// [`stored`].
+    Stored = 0,
+    /// [`constant`].
+    Const = 1,
+    /// [`huffman`].
+    Huffman = 2,
+    /// [`range`].
+    Range = 3,
+    /// [`adaptive`].
+    Adaptive = 4,
+    /// [`context`].
+    Context = 5,
+    /// [`joint`].
+    Joint = 6,
+    /// [`raw6`].
+    Raw6 = 7,
+    /// [`huffjoint`].
+    HuffJoint = 8,
+}
+
+impl Codec {
+    /// Every codec, in id order.
+    pub const ALL: [Codec; 9] = [
+        Codec::Stored,
+        Codec::Const,
+        Codec::Huffman,
+        Codec::Range,
+        Codec::Adaptive,
+        Codec::Context,
+        Codec::Joint,
+        Codec::Raw6,
+        Codec::HuffJoint,
+    ];
+
+    /// The codec with id `id`, if this build has it.
+    pub fn from_id(id: u8) -> Option<Codec> {
+        Codec::ALL.get(id as usize).copied()
+    }
+
+    /// What the codec is to the container and the block decoder.
+    pub fn spec(self) -> &'static Spec {
+        match self {
+            Codec::Stored => &stored::SPEC,
+            Codec::Const => &constant::SPEC,
+            Codec::Huffman => &huffman::SPEC,
+            Codec::Range => &range::SPEC,
+            Codec::Adaptive => &adaptive::SPEC,
+            Codec::Context => &context::SPEC,
+            Codec::Joint => &joint::SPEC,
+            Codec::Raw6 => &raw6::SPEC,
+            Codec::HuffJoint => &huffjoint::SPEC,
+        }
+    }
+
+    /// Lower-case name, as `sc info` prints it.
+    pub fn name(self) -> &'static str {
+        self.spec().name
+    }
+}
+
+/// Where a plane sits: what a codec's placement and length rules are judged on.
+#[derive(Clone, Copy, Debug)]
+pub struct Slot {
+    /// Plane number in the block, from 0.
+    pub plane: usize,
+    /// The block's transform.
+    pub transform: Transform,
+    /// Bytes of the plane once decoded.
+    pub plane_len: u32,
+}
+
+/// A plane decoder: payload in, plane out.
+pub type PlaneFn = fn(&[u8], &mut [u8]) -> Result<(), CodecError>;
+/// A decoder of planes 0 and 1 together, from their two payloads.
+pub type PairFn = fn(&[u8], &[u8], &mut [u8], &mut [u8]) -> Result<(), CodecError>;
+/// A decoder of plane 1 given plane 0: payload, plane 0, plane 1 out.
+pub type GivenFn = fn(&[u8], &[u8], &mut [u8]) -> Result<(), CodecError>;
+/// A decoder of a pair straight into the block's 16-bit elements: payloads 0 and 1, scratch,
+/// block out.
+pub type WordsFn = fn(&[u8], &[u8], &mut Vec<u8>, &mut [u8]) -> Result<(), CodecError>;
+
+/// How a codec's plane is decoded.
+#[derive(Clone, Copy, Debug)]
+pub enum Decode {
+    /// From its payload alone.
+    Plane(PlaneFn),
+    /// Plane 1, from its payload and the decoded plane 0 (`decode(payload, plane0, out)`).
+    /// `fused`: where plane 0 has that codec, both planes decode in one interleaved pass.
+    GivenPlane0 {
+        /// Decodes the plane given plane 0.
+        decode: GivenFn,
+        /// The codec of plane 0 and the decoder of both planes' payloads into both planes.
+        fused: Option<(Codec, PairFn)>,
+    },
+    /// Plane 0 of a pair: planes 0 and 1 from the payloads of both.
+    Pair(PairFn),
+    /// Plane 0 of a pair that writes the block's 16-bit elements itself, the transform's merge
+    /// folded in: `decode(payload0, payload1, scratch, block)`.
+    PairWords(WordsFn),
+    /// Plane 1 of a pair, decoded by the codec of plane 0.
+    Partner,
+}
+
+/// A codec's identity and rules.
+#[derive(Debug)]
+pub struct Spec {
+    /// Lower-case name.
+    pub name: &'static str,
+    /// Whether a plane of this codec may sit at the slot with a payload of this many bytes.
+    pub fits: fn(Slot, u32) -> bool,
+    /// The codec that must code plane 1 when this one codes plane 0, for codecs that come as a
+    /// pair.
+    pub partner: Option<Codec>,
+    /// How its planes decode.
+    pub decode: Decode,
+}
+
+/// Whether `coded_len` is a payload that an entropy coder would have kept for a plane of
+/// `plane_len` bytes: not empty, and smaller than the plane stored.
+pub fn coded_smaller(coded_len: u32, plane_len: u32) -> bool {
+    coded_len > 0 && coded_len < plane_len
+}
+
+/// Checks the planes of a block record against each codec's rules and the pairing rules;
+/// `Err` says what is wrong.
+pub fn check_planes(
+    transform: Transform,
+    plane_len: u32,
+    planes: &[PlaneEntry],
+) -> Result<(), String> {
+    for (k, p) in planes.iter().enumerate() {
+        let slot = Slot {
+            plane: k,
+            transform,
+            plane_len,
+        };
+        if !(p.codec.spec().fits)(slot, p.coded_len) {
+            return Err(format!(
+                "plane {k}: {} length {} impossible for {plane_len} bytes",
+                p.codec.name(),
+                p.coded_len
+            ));
+        }
+    }
+    let head = planes[0].codec;
+    let second = planes.get(1).map(|p| p.codec);
+    let partnered = second.is_some_and(|c| matches!(c.spec().decode, Decode::Partner));
+    match head.spec().partner {
+        Some(partner) if second != Some(partner) => Err(format!(
+            "{} and {} planes must come as a pair",
+            head.name(),
+            partner.name()
+        )),
+        None if partnered => Err(format!(
+            "{} plane without the codec it pairs with",
+            second.map_or("", Codec::name)
+        )),
+        _ => Ok(()),
+    }
+}
