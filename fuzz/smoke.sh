@@ -35,7 +35,15 @@ cp "$seeds"/*.sc fuzz/corpus/container/
 printf '\000' | cat - testdata/tiny.safetensors > fuzz/corpus/roundtrip/tiny-fast
 printf '\001' | cat - testdata/tiny.safetensors > fuzz/corpus/roundtrip/tiny-best
 head -c 3000 testdata/sample.safetensors > fuzz/corpus/roundtrip/sample-head
+for t in container entropy roundtrip; do
+  cp fuzz/regressions/$t/* fuzz/corpus/$t/ 2>/dev/null || true
+done
 for t in "${targets[@]}"; do
   echo "== fuzz $t for ${secs}s"
   cargo fuzz run "$t" --release -- -max_total_time="$secs" -max_len=65536 -timeout=10 -rss_limit_mb=2048
 done
+if compgen -G 'fuzz/artifacts/*/*' >/dev/null; then
+  echo "inputs that failed in this or earlier runs (cargo test replays them; keep each in"
+  echo "fuzz/regressions/TARGET/ once fixed):"
+  ls fuzz/artifacts/*/*
+fi

@@ -89,6 +89,9 @@ internal!(
 
 mod archive;
 mod error;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod fuzz;
 #[cfg(feature = "lab")]
 pub mod lab;
 mod stream;
