@@ -260,7 +260,8 @@ impl<R: Read + Seek + Send> Archive<R> {
     }
 
     /// Reads bytes `range` of the original file into `out`, which must be exactly as long.
-    /// Blocks that lie wholly inside the range are decoded straight into `out`.
+    /// Blocks that lie wholly inside the range are decoded straight into `out`. After an error
+    /// the contents of `out` are unspecified.
     pub fn read_range_into(&mut self, range: Range<u64>, out: &mut [u8]) -> Result<()> {
         let len = range.end.saturating_sub(range.start);
         if out.len() as u64 != len {
@@ -440,11 +441,7 @@ impl<R: Read + Seek + Send> Archive<R> {
         if let Some((n, block)) = &self.cache {
             if *n == first {
                 let part = &block[wanted(first, block.len() as u64)];
-                match (&mut sink, place(first)) {
-                    (_, Some(dest)) => dest.copy_from_slice(part),
-                    (Sink::Write(w), None) => w.write_all(part)?,
-                    (Sink::Slice(_), None) => {}
-                }
+                deliver(&mut sink, place(first), part)?;
                 next += 1;
             }
         }
@@ -491,12 +488,7 @@ impl<R: Read + Seek + Send> Archive<R> {
                     Decoded::Buffered(n, block, dest) => (n, block, dest),
                 };
                 stats.bytes_decoded += block.len() as u64;
-                let part = &block[wanted(n, block.len() as u64)];
-                match (&mut sink, dest) {
-                    (_, Some(dest)) => dest.copy_from_slice(part),
-                    (Sink::Write(w), None) => w.write_all(part)?,
-                    (Sink::Slice(_), None) => {}
-                }
+                deliver(&mut sink, dest, &block[wanted(n, block.len() as u64)])?;
                 if n == last {
                     *cache = Some((n, block));
                 } else {
@@ -506,6 +498,16 @@ impl<R: Read + Seek + Send> Archive<R> {
             },
         )
     }
+}
+
+/// Sends `part` to its place in the caller's buffer (`dest`), or else to the writer.
+fn deliver(sink: &mut Sink, dest: Option<&mut [u8]>, part: &[u8]) -> io::Result<()> {
+    match (sink, dest) {
+        (_, Some(dest)) => dest.copy_from_slice(part),
+        (Sink::Write(w), None) => w.write_all(part)?,
+        (Sink::Slice(_), None) => {}
+    }
+    Ok(())
 }
 
 /// The `__metadata__` of the header JSON `json`: string values as they are, others as their

@@ -12,23 +12,37 @@ pub const MAX_HEADER_LEN: u64 = 100 << 20;
 
 /// Element types defined by the safetensors format; more may be added.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[allow(missing_docs)]
 #[non_exhaustive]
 pub enum Dtype {
+    /// `BOOL`: one byte per value.
     Bool,
+    /// `U8`.
     U8,
+    /// `I8`.
     I8,
+    /// `F8_E5M2`: 8-bit float, 5 exponent bits.
     F8E5M2,
+    /// `F8_E4M3`: 8-bit float, 4 exponent bits.
     F8E4M3,
+    /// `I16`.
     I16,
+    /// `U16`.
     U16,
+    /// `F16`: IEEE half precision.
     F16,
+    /// `BF16`: bfloat16, the top half of an F32.
     BF16,
+    /// `I32`.
     I32,
+    /// `U32`.
     U32,
+    /// `F32`.
     F32,
+    /// `I64`.
     I64,
+    /// `U64`.
     U64,
+    /// `F64`.
     F64,
 }
 

@@ -18,6 +18,21 @@ const CHUNK: usize = 256 << 10;
 /// Chunks queued between them: with [`CHUNK`], at most 2 MiB.
 const QUEUE: usize = 8;
 
+/// Appends to `chunk` (shorter than [`CHUNK`]) what of `buf` fits in it; returns how much.
+fn fill(chunk: &mut Vec<u8>, buf: &[u8]) -> usize {
+    let n = buf.len().min(CHUNK - chunk.len());
+    chunk.extend_from_slice(&buf[..n]);
+    n
+}
+
+/// Copies what of `chunk` from `*pos` on fits into `buf`, advancing `*pos`; returns how much.
+fn drain(chunk: &[u8], pos: &mut usize, buf: &mut [u8]) -> usize {
+    let n = buf.len().min(chunk.len() - *pos);
+    buf[..n].copy_from_slice(&chunk[*pos..*pos + n]);
+    *pos += n;
+    n
+}
+
 /// What the caller sends the encoding thread.
 enum Input {
     Data(Vec<u8>),
@@ -43,10 +58,7 @@ impl Read for Chunks {
                 Err(_) => return Err(io::Error::other("the encoder was dropped before finish")),
             }
         }
-        let n = buf.len().min(self.chunk.len() - self.pos);
-        buf[..n].copy_from_slice(&self.chunk[self.pos..self.pos + n]);
-        self.pos += n;
-        Ok(n)
+        Ok(drain(&self.chunk, &mut self.pos, buf))
     }
 }
 
@@ -141,9 +153,8 @@ impl<W: Write + Send + 'static> Encoder<W> {
 
 impl<W: Write + Send + 'static> Write for Encoder<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        // Below CHUNK between calls: a full chunk is sent at once.
-        let n = buf.len().min(CHUNK - self.pending.len());
-        self.pending.extend_from_slice(&buf[..n]);
+        let n = fill(&mut self.pending, buf);
+        // Shorter than CHUNK between calls: a full chunk goes at once.
         if self.pending.len() == CHUNK {
             self.send_pending()?;
         }
@@ -183,9 +194,8 @@ impl Write for Sink {
             self.send()?;
             return Ok(buf.len());
         }
-        // Below CHUNK between calls: a full chunk is sent at once.
-        let n = buf.len().min(CHUNK - self.chunk.len());
-        self.chunk.extend_from_slice(&buf[..n]);
+        let n = fill(&mut self.chunk, buf);
+        // Shorter than CHUNK between calls: a full chunk goes at once.
         if self.chunk.len() == CHUNK {
             self.send()?;
         }
@@ -277,9 +287,6 @@ impl Read for Decoder {
                 }
             }
         }
-        let n = buf.len().min(self.chunk.len() - self.pos);
-        buf[..n].copy_from_slice(&self.chunk[self.pos..self.pos + n]);
-        self.pos += n;
-        Ok(n)
+        Ok(drain(&self.chunk, &mut self.pos, buf))
     }
 }

@@ -637,8 +637,8 @@ fn unwritable_stdout_is_an_error_for_encode_and_decode() {
         .stderr_has("no space left");
 }
 
-/// Known bug: `info` and `verify` print with `println!`, which panics (exit 101, "failed
-/// printing to stdout") when stdout is full or a closed pipe, e.g. `sc info x.sc | head -1`.
+/// `info` and `verify` report a full stdout (or a closed pipe, as in `sc info x.sc | head -1`)
+/// as an error, not a panic.
 #[cfg(target_os = "linux")]
 #[test]
 fn unwritable_stdout_is_an_error_for_info_and_verify() {
@@ -653,9 +653,8 @@ fn unwritable_stdout_is_an_error_for_info_and_verify() {
         .stderr_has("no space left");
 }
 
-/// Known bug: I/O errors are printed twice ("No space left on device (os error 28): No space
-/// left on device (os error 28)"): `Error::Io` displays its source and also returns it from
-/// `source()`, so anyhow's `{:#}` chain repeats it.
+/// An I/O error is printed once: `Error::Io` is transparent, so anyhow's `{:#}` chain does not
+/// repeat the message ("No space left on device (os error 28)").
 #[cfg(target_os = "linux")]
 #[test]
 fn io_errors_are_not_repeated() {

@@ -6,7 +6,7 @@ use std::sync::mpsc::{sync_channel, SyncSender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-/// Computes the file MD5 on its own thread, in order, while the pipeline codes the next batch.
+/// Computes the file MD5 on its own thread, in order, while the pipeline codes the blocks.
 ///
 /// MD5 is inherently sequential and about as slow as the whole FAST codec, so it must not sit
 /// on the critical path. Hashed buffers go back to `pool`; the bounded queue bounds memory when

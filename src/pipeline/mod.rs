@@ -66,8 +66,7 @@ type Outcome<C> = std::thread::Result<C>;
 /// read but not yet written; `write` gets the coded units in reading order, on the calling
 /// thread, as soon as each one and all before it are done.
 ///
-/// There is no batch barrier: a slow block holds back only the writing, never the workers.
-/// Safe to call from inside the pool (folders code several files at once): while it waits,
+/// A slow block holds back only the writing, never the workers. Safe to call from inside the pool (folders code several files at once): while it waits,
 /// the calling thread runs queued work instead of blocking a worker. After an error nothing
 /// more is read or written, and the units in flight are waited for.
 pub(crate) fn ordered<B: Send, C: Send>(
