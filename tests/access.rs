@@ -4,8 +4,9 @@
 mod common;
 
 use common::{check_layout, encode_to_vec, safetensors, tensor_ranges, Rng};
+use md5::Digest;
 use sc::container::{FileHeader, Footer};
-use sc::{Archive, EncodeOptions, Error, Mode};
+use sc::{Archive, EncodeOptions, Error, Kind, Mode};
 use std::io::Cursor;
 
 const SAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/sample.safetensors");
@@ -77,6 +78,9 @@ fn every_tensor_and_range_at_every_block_size_and_mode() {
                     got == original[range.clone()],
                     "{what}: tensor {name} differs"
                 );
+                let mut into = vec![0x5A; range.len()];
+                open(&archive).read_tensor_into(name, &mut into).unwrap();
+                assert!(into == got, "{what}: tensor {name} into a buffer differs");
                 // A tensor never costs more blocks than its length needs, plus one.
                 let blocks = a.stats().blocks_decoded - before.blocks_decoded;
                 let most = range.len().div_ceil(block_size as usize) + 1;
@@ -98,7 +102,23 @@ fn every_tensor_and_range_at_every_block_size_and_mode() {
                 let got = a.read_range(r.clone()).unwrap();
                 let want = &original[r.start as usize..r.end as usize];
                 assert!(got == want, "{what}: range {r:?} differs");
+                // Into a buffer (whole blocks decoded in place), over garbage, from a fresh
+                // archive and from one whose kept block may serve the first part.
+                for fresh in [true, false] {
+                    let mut b = open(&archive);
+                    if !fresh {
+                        b.read_range(r.start.saturating_sub(1)..r.start).unwrap();
+                    }
+                    let mut into = vec![0xA5; want.len()];
+                    b.read_range_into(r.clone(), &mut into).unwrap();
+                    assert!(into == want, "{what}: range {r:?} into a buffer differs");
+                }
             }
+            let mut short = vec![0u8; 9];
+            assert!(matches!(
+                a.read_range_into(0..10, &mut short),
+                Err(Error::InvalidArgument(_))
+            ));
             assert!(matches!(
                 a.read_range(len - 1..len + 1),
                 Err(Error::InvalidArgument(_))
@@ -171,6 +191,19 @@ fn extracted_safetensors_parse_and_match() {
         },
     );
     let mut a = open(&archive);
+    // What the archive says of itself, the kept header's metadata included.
+    assert_eq!(
+        (a.mode(), a.kind(), a.block_size()),
+        (Mode::Best, Kind::Safetensors, 64 << 10)
+    );
+    assert_eq!(a.original_len(), original.len() as u64);
+    assert_eq!(a.archive_len(), archive.len() as u64);
+    let md5: [u8; 16] = md5::Md5::digest(&original).into();
+    assert_eq!(a.recorded_md5().unwrap(), Some(md5));
+    let meta = a.metadata().expect("the sample has __metadata__");
+    assert_eq!(meta.get("format").map(String::as_str), Some("pt"));
+    assert_eq!(meta.len(), 2);
+    assert!(original.starts_with(&(a.header_json().unwrap().len() as u64).to_le_bytes()));
     let picks: &[&[&str]] = &[
         &["embeddings.LayerNorm.bias"],
         // Mixed widths (BF16 768 bytes before an I64 and an F32), and a name given twice.
@@ -259,6 +292,8 @@ fn generic_archives_have_no_tensors() {
     let archive = encode_to_vec(&data, &EncodeOptions::default());
     let mut a = open(&archive);
     assert!(a.tensors().is_empty());
+    assert_eq!(a.kind(), Kind::Generic);
+    assert!(a.metadata().is_none() && a.header_json().is_none());
     assert_eq!(a.read_range(10..70_000).unwrap(), &data[10..70_000]);
     assert_eq!(a.stored_bytes().per_tensor.len(), 0);
 }
