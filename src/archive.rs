@@ -16,6 +16,25 @@ use std::collections::BTreeMap;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::ops::Range;
 
+/// The accessors of the parsed file header and footer that the `internals` feature gives tests.
+macro_rules! container_parts {
+    () => {
+        /// The archive's file header (mode, kind, block size, kept safetensors header).
+        #[cfg(feature = "internals")]
+        #[doc(hidden)]
+        pub fn header(&self) -> &FileHeader {
+            &self.header
+        }
+
+        /// The archive's index and trailer.
+        #[cfg(feature = "internals")]
+        #[doc(hidden)]
+        pub fn footer(&self) -> &Footer {
+            &self.footer
+        }
+    };
+}
+
 /// What an [`Archive`] has read and decoded since it was opened.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -343,19 +362,7 @@ impl<R: Read + Seek + Send> Archive<R> {
         Ok(8 + text.len() as u64 + pos)
     }
 
-    /// The archive's file header (mode, kind, block size, kept safetensors header).
-    #[cfg(feature = "internals")]
-    #[doc(hidden)]
-    pub fn header(&self) -> &FileHeader {
-        &self.header
-    }
-
-    /// The archive's index and trailer.
-    #[cfg(feature = "internals")]
-    #[doc(hidden)]
-    pub fn footer(&self) -> &Footer {
-        &self.footer
-    }
+    container_parts!();
 
     fn named_range(&self, name: &str) -> Result<Range<u64>> {
         self.find(name).map(|(_, range)| range)
@@ -669,19 +676,7 @@ impl ArchiveInfo {
         m
     }
 
-    /// The archive's file header.
-    #[cfg(feature = "internals")]
-    #[doc(hidden)]
-    pub fn header(&self) -> &FileHeader {
-        &self.header
-    }
-
-    /// The archive's index and trailer.
-    #[cfg(feature = "internals")]
-    #[doc(hidden)]
-    pub fn footer(&self) -> &Footer {
-        &self.footer
-    }
+    container_parts!();
 }
 
 /// Reads the header, index, trailer and every block record of a seekable archive, without

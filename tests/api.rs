@@ -158,22 +158,13 @@ fn decoder_reads_the_original_and_reports_corruption() {
 #[test]
 fn any_thread_count_writes_the_same_archive() {
     let input = sample();
-    let one = sc::encode_to_vec(
-        &input,
-        &EncodeOptions {
-            threads: 1,
+    let [one, three] = [1, 3].map(|threads| {
+        let opts = EncodeOptions {
+            threads,
             ..EncodeOptions::new(Mode::Best)
-        },
-    )
-    .unwrap();
-    let three = sc::encode_to_vec(
-        &input,
-        &EncodeOptions {
-            threads: 3,
-            ..EncodeOptions::new(Mode::Best)
-        },
-    )
-    .unwrap();
+        };
+        sc::encode_to_vec(&input, &opts).unwrap()
+    });
     assert!(one == three);
     let opts = DecodeOptions {
         threads: 1,
