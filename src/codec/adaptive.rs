@@ -20,6 +20,7 @@ use super::{coded_smaller, CodecError, Decode, Slot, Spec};
 
 /// The `adaptive` codec.
 pub static SPEC: Spec = Spec {
+    id: 4,
     name: "adaptive",
     fits: |at: Slot, coded_len| coded_smaller(coded_len, at.plane_len),
     partner: None,

@@ -7,6 +7,7 @@ use super::{CodecError, Decode, Slot, Spec};
 
 /// The `const` codec.
 pub static SPEC: Spec = Spec {
+    id: 1,
     name: "const",
     fits: |_: Slot, coded_len| coded_len == 1,
     partner: None,

@@ -13,6 +13,7 @@ use super::{raw6, Codec, CodecError, Decode, Slot, Spec};
 
 /// The `context` codec: plane 1 of an exponent-aligned block, after its exponent plane.
 pub static SPEC: Spec = Spec {
+    id: 5,
     name: "context",
     fits: |at: Slot, coded_len| {
         at.plane == 1 && at.transform.exponent_aligned() && coded_len < at.plane_len

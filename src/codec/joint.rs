@@ -13,6 +13,7 @@ use super::{raw6, Codec, CodecError, Decode, Slot, Spec};
 
 /// The `joint` codec: plane 0 of an exponent-aligned block, with [`raw6`] as plane 1.
 pub static SPEC: Spec = Spec {
+    id: 6,
     name: "joint",
     fits: |at: Slot, coded_len| {
         at.plane == 0 && at.transform.exponent_aligned() && raw6::pair_fits(coded_len, at.plane_len)

@@ -63,7 +63,8 @@ impl CodecError {
     }
 }
 
-/// How one plane is stored: the codec ids of the format.
+/// How one plane is stored: the codecs of this build, each variant's value its id (which its
+/// `SPEC` states too).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum Codec {
@@ -173,6 +174,8 @@ pub enum Decode {
 /// A codec's identity and rules.
 #[derive(Debug)]
 pub struct Spec {
+    /// The id that names the codec in block records.
+    pub id: u8,
     /// Lower-case name.
     pub name: &'static str,
     /// Whether a plane of this codec may sit at the slot with a payload of this many bytes.
@@ -225,5 +228,24 @@ pub fn check_planes(
             second.map_or("", Codec::name)
         )),
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_and_names_are_the_codecs_own() {
+        for (k, codec) in Codec::ALL.into_iter().enumerate() {
+            assert_eq!(codec as usize, k);
+            assert_eq!(codec.spec().id, codec as u8, "{codec:?}");
+            assert_eq!(Codec::from_id(codec as u8), Some(codec));
+        }
+        let mut names: Vec<&str> = Codec::ALL.iter().map(|c| c.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Codec::ALL.len());
+        assert_eq!(Codec::from_id(Codec::ALL.len() as u8), None);
     }
 }

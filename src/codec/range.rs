@@ -15,6 +15,7 @@ use super::{coded_smaller, CodecError, Decode, Slot, Spec};
 
 /// The `range` codec.
 pub static SPEC: Spec = Spec {
+    id: 3,
     name: "range",
     fits: |at: Slot, coded_len| coded_smaller(coded_len, at.plane_len),
     partner: None,

@@ -10,6 +10,7 @@ use super::{CodecError, Decode, Slot, Spec};
 /// The `raw6` codec: plane 1 of an exponent-aligned block, beside the pair codec of plane 0
 /// that decodes it.
 pub static SPEC: Spec = Spec {
+    id: 7,
     name: "raw6",
     fits: |at: Slot, coded_len| {
         at.plane == 1

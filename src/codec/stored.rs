@@ -7,6 +7,7 @@ use super::{CodecError, Decode, Slot, Spec};
 
 /// The `stored` codec.
 pub static SPEC: Spec = Spec {
+    id: 0,
     name: "stored",
     fits: |at: Slot, coded_len| coded_len == at.plane_len,
     partner: None,

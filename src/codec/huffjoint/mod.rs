@@ -20,6 +20,7 @@ use x86::{expand16_detect, pack16_detect};
 
 /// The `huffjoint` codec: plane 0 of an `exp16` block, with [`raw6`] as plane 1.
 pub static SPEC: Spec = Spec {
+    id: 8,
     name: "huffjoint",
     fits: |at: Slot, coded_len| {
         at.plane == 0 && at.transform == Transform::Exp16 && raw6::pair_fits(coded_len, at.plane_len)

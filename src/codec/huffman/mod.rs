@@ -24,6 +24,7 @@ use kernel::{bulk_detect, decode_lanes, Lane};
 
 /// The `huffman` codec.
 pub static SPEC: Spec = Spec {
+    id: 2,
     name: "huffman",
     fits: |at: Slot, coded_len| coded_smaller(coded_len, at.plane_len),
     partner: None,
