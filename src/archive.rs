@@ -80,8 +80,9 @@ impl<R: Seek> Seek for Counting<R> {
 ///
 /// ```
 /// # let tiny = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/tiny.safetensors"))?;
-/// # std::fs::write("doc-archive.sc", sc::encode_to_vec(&tiny, &Default::default())?)?;
-/// let mut archive = sc::Archive::open(std::fs::File::open("doc-archive.sc")?)?;
+/// # let path = std::env::temp_dir().join(format!("sc-doc-{}.sc", std::process::id()));
+/// # std::fs::write(&path, sc::encode_to_vec(&tiny, &Default::default())?)?;
+/// let mut archive = sc::Archive::open(std::fs::File::open(&path)?)?;
 /// for t in archive.tensors() {
 ///     println!("{} {} {:?}", t.name, t.dtype_name, t.shape);
 /// }
@@ -89,7 +90,7 @@ impl<R: Seek> Seek for Counting<R> {
 /// let bytes = archive.read_tensor(&name)?;
 /// assert_eq!(bytes.len() as u64, archive.tensor(&name).unwrap().len());
 /// println!("{} bytes from {} blocks", bytes.len(), archive.stats().blocks_decoded);
-/// # std::fs::remove_file("doc-archive.sc")?;
+/// # std::fs::remove_file(&path)?;
 /// # Ok::<(), sc::Error>(())
 /// ```
 pub struct Archive<R> {
