@@ -68,3 +68,15 @@ impl DigestWorker {
         }
     }
 }
+
+impl Drop for DigestWorker {
+    /// A run that ends early (an error) still waits for the thread, which ends once the queue
+    /// is empty, so that no thread of a run outlives it.
+    fn drop(&mut self) {
+        self.tx = None;
+        if let Some(handle) = self.handle.take() {
+            // Its digest is not wanted; a panic in it has nothing left to spoil.
+            let _ = handle.join();
+        }
+    }
+}
