@@ -16,16 +16,10 @@
 //! symbol.
 
 use super::rc::{past_table, Decoder, Encoder, PROB_SCALE};
-use super::{coded_smaller, CodecError, Decode, Slot, Spec};
+use super::{CodecError, Spec};
 
 /// The `adaptive` codec.
-pub static SPEC: Spec = Spec {
-    id: 4,
-    name: "adaptive",
-    fits: |at: Slot, coded_len| coded_smaller(coded_len, at.plane_len),
-    partner: None,
-    decode: Decode::Plane(decode),
-};
+pub static SPEC: Spec = Spec::plane_coder(4, "adaptive", decode);
 
 /// Count added per coded symbol, in every adaptive model (a constant, so the decode loops
 /// add an immediate).

@@ -20,7 +20,7 @@
 //!
 //! # Adding a codec
 //! 1. Write `codec/<name>.rs`: its encoder, its decoder and its `SPEC` (id, name, placement
-//!    and length rules, decoding).
+//!    and length rules, decoding; [`Spec::plane_coder`] for a coder of single planes).
 //! 2. List it in [`Codec`]: a variant with its id, and its arm in [`Codec::spec`].
 //! 3. Let `crate::choice` pick it, with named margins for what it trades.
 //! 4. Specify its payload in `docs/FORMAT.md`. Decoders refuse ids they do not know, so an
@@ -63,8 +63,8 @@ impl CodecError {
     }
 }
 
-/// How one plane is stored: the codecs of this build, each variant's value its id (which its
-/// `SPEC` states too).
+/// How one plane is stored: the codecs of this build. Each codec's `SPEC` states its id; the
+/// variants' values are the same (a test checks it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum Codec {
@@ -104,7 +104,12 @@ impl Codec {
 
     /// The codec with id `id`, if this build has it.
     pub fn from_id(id: u8) -> Option<Codec> {
-        Codec::ALL.get(id as usize).copied()
+        Codec::ALL.into_iter().find(|c| c.id() == id)
+    }
+
+    /// The id that names the codec in block records.
+    pub fn id(self) -> u8 {
+        self.spec().id
     }
 
     /// What the codec is to the container and the block decoder.
@@ -187,10 +192,19 @@ pub struct Spec {
     pub decode: Decode,
 }
 
-/// Whether `coded_len` is a payload that an entropy coder would have kept for a plane of
-/// `plane_len` bytes: not empty, and smaller than the plane stored.
-pub fn coded_smaller(coded_len: u32, plane_len: u32) -> bool {
-    coded_len > 0 && coded_len < plane_len
+impl Spec {
+    /// The spec of an entropy coder of single planes (huffman, range, adaptive): any plane,
+    /// a payload that is not empty and smaller than the plane stored (the encoder stores the
+    /// plane otherwise), decoded on its own.
+    pub const fn plane_coder(id: u8, name: &'static str, decode: PlaneFn) -> Spec {
+        Spec {
+            id,
+            name,
+            fits: |at, coded_len| coded_len > 0 && coded_len < at.plane_len,
+            partner: None,
+            decode: Decode::Plane(decode),
+        }
+    }
 }
 
 /// Checks the planes of a block record against each codec's rules and the pairing rules;

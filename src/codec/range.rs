@@ -11,16 +11,10 @@
 //! ```
 
 use super::rc::{past_table, Decoder, Encoder, PROB_SCALE};
-use super::{coded_smaller, CodecError, Decode, Slot, Spec};
+use super::{CodecError, Spec};
 
 /// The `range` codec.
-pub static SPEC: Spec = Spec {
-    id: 3,
-    name: "range",
-    fits: |at: Slot, coded_len| coded_smaller(coded_len, at.plane_len),
-    partner: None,
-    decode: Decode::Plane(decode),
-};
+pub static SPEC: Spec = Spec::plane_coder(3, "range", decode);
 
 /// A normalised frequency table and its cumulative sums.
 #[derive(Clone)]

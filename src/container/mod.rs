@@ -295,7 +295,7 @@ impl BlockRecord {
         out.extend_from_slice(&self.raw_len.to_le_bytes());
         out.extend_from_slice(&self.checksum.to_le_bytes());
         for p in &self.planes {
-            out.extend_from_slice(&[p.codec as u8, 0, 0, 0]);
+            out.extend_from_slice(&[p.codec.id(), 0, 0, 0]);
             out.extend_from_slice(&p.coded_len.to_le_bytes());
         }
         let check = checksum::structure(&out[start..]);

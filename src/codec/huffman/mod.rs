@@ -18,18 +18,12 @@
 
 mod kernel;
 
-use super::{coded_smaller, CodecError, Decode, Slot, Spec};
+use super::{CodecError, Spec};
 use crate::stats::histogram;
 use kernel::{bulk_detect, decode_lanes, Lane};
 
 /// The `huffman` codec.
-pub static SPEC: Spec = Spec {
-    id: 2,
-    name: "huffman",
-    fits: |at: Slot, coded_len| coded_smaller(coded_len, at.plane_len),
-    partner: None,
-    decode: Decode::Plane(decode),
-};
+pub static SPEC: Spec = Spec::plane_coder(2, "huffman", decode);
 
 /// Longest code length.
 pub const MAX_BITS: u32 = 12;
