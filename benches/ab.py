@@ -11,8 +11,9 @@ for example, against the build of another commit:
         ../shared/data/all-MiniLM-L6-v2.BF16.safetensors 31
 
 Each round runs every (operation, binary) pair once, the binaries' order alternating between
-rounds. Reports, per operation, the median wall time of each binary as MB/s of the original and
-the new/old speed ratio, and the same for CPU time (user + system of the process, from wait4),
+rounds. Reports, per operation, the median wall time of each binary as MB/s of the original, the
+new/old speed ratio of those medians and the median of each round's own ratio ("paired"), and
+the same for CPU time (user + system of the process, from wait4),
 which a loaded machine disturbs less than wall time. OPERATIONS picks some of "encode fast",
 "encode best", "decode fast", "decode best" (comma-separated); SC_EXTRA adds arguments to every
 command (SC_EXTRA="-T 1"). Archives and outputs go to a temporary directory."""
@@ -49,10 +50,13 @@ for r in range(runs):
     loads.append(os.getloadavg()[0])
 print(f"{src}: {size} bytes, {runs} alternating rounds; 1-minute load average during the run "
       f"{min(loads):.1f}..{max(loads):.1f} (median {statistics.median(loads):.1f}) on {os.cpu_count()} cores")
-print("| operation | old MB/s (wall) | new MB/s (wall) | new/old wall | old CPU s | new CPU s | old/new CPU |")
-print("|---|---:|---:|---:|---:|---:|---:|")
+print("| operation | old MB/s (wall) | new MB/s (wall) | new/old speed | paired | old CPU s | new CPU s | old/new CPU |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|")
 for o in ops:
     wo, wn = statistics.median(wall[(o, "old")]), statistics.median(wall[(o, "new")])
     co, cn = statistics.median(cpu[(o, "old")]), statistics.median(cpu[(o, "new")])
-    print(f"| {o} | {size/1e6/wo:.0f} | {size/1e6/wn:.0f} | {wo/wn:.3f} | {co:.3f} | {cn:.3f} | {co/cn:.3f} |")
+    # The median of each round's own ratio: the two runs of a round saw the same load.
+    paired = statistics.median(a / b for a, b in zip(wall[(o, "old")], wall[(o, "new")]))
+    print(f"| {o} | {size/1e6/wo:.0f} | {size/1e6/wn:.0f} | {wo/wn:.3f} | {paired:.3f} "
+          f"| {co:.3f} | {cn:.3f} | {co/cn:.3f} |")
 shutil.rmtree(tmp)
