@@ -3,6 +3,7 @@
 #   fuzz/smoke.sh [SECONDS] [TARGET...]
 # Needs cargo-fuzz and a nightly toolchain; skips with a message otherwise. SC_FUZZ_BOOTSTRAP=1
 # lets a stable toolchain build the targets (RUSTC_BOOTSTRAP), for machines without nightly.
+# Under CI (CI=true) a skip is a failure: the smoke run must really run there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-60}
@@ -11,6 +12,7 @@ targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(container entropy roundtrip)
 if ! cargo fuzz --version >/dev/null 2>&1; then
   echo "skipping fuzz smoke run: cargo-fuzz is not installed (cargo install cargo-fuzz)"
+  [ "${CI:-}" = true ] && exit 1
   exit 0
 fi
 if rustc --version | grep -q nightly; then
@@ -19,6 +21,7 @@ elif [ "${SC_FUZZ_BOOTSTRAP:-0}" = 1 ]; then
   export RUSTC_BOOTSTRAP=1
 else
   echo "skipping fuzz smoke run: no nightly toolchain (SC_FUZZ_BOOTSTRAP=1 uses RUSTC_BOOTSTRAP on stable)"
+  [ "${CI:-}" = true ] && exit 1
   exit 0
 fi
 cargo build --release -q
