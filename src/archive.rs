@@ -7,11 +7,11 @@
 //! index and trailer checksums, each block record's checksum, and each decoded block's XXH3-64.
 
 use crate::container::{self, BlockRecord, FileHeader, Footer, IndexEntry, Kind, Mode};
-use crate::error::{Error, HeaderError, Result};
+use crate::error::{Error, Result};
 use crate::pipeline::decode::{decode_into, decode_one, Block, Counting, Source, Stream};
 use crate::pipeline::pool::Pool;
-use crate::pipeline::{ordered, pools, window, Pools};
-use crate::safetensors::{Header, TensorInfo};
+use crate::pipeline::{ordered, Budget, Pools, DEFAULT_MEMORY};
+use crate::safetensors::{self, Header, TensorInfo};
 use std::collections::BTreeMap;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::ops::Range;
@@ -105,7 +105,19 @@ pub struct Archive<R> {
     stats: AccessStats,
     /// The last block decoded, kept because consecutive small tensors often share one.
     cache: Option<(usize, Vec<u8>)>,
+    /// Whether the budget leaves room for the cached block.
+    caching: bool,
+    budget: Budget,
     pools: Pools,
+}
+
+/// The budget for reading blocks of `block_size` bytes within `memory`, with room for the
+/// cached block when there is enough.
+fn budget(memory: u64, block_size: u32) -> Result<(Budget, bool)> {
+    match Budget::new(memory, block_size, 1) {
+        Ok(b) => Ok((b, true)),
+        Err(_) => Ok((Budget::new(memory, block_size, 0)?, false)),
+    }
 }
 
 /// Where the bytes read go: a writer, or a caller's buffer split block by block.
@@ -147,6 +159,7 @@ impl<R: Read + Seek + Send> Archive<R> {
             }
             Kind::Generic => (Vec::new(), None),
         };
+        let (budget, caching) = budget(DEFAULT_MEMORY, header.block_size)?;
         Ok(Archive {
             stats: AccessStats::default(),
             input,
@@ -156,8 +169,22 @@ impl<R: Read + Seek + Send> Archive<R> {
             tensors,
             metadata,
             cache: None,
-            pools: pools(),
+            caching,
+            pools: budget.pools(),
+            budget,
         })
+    }
+
+    /// Sets the memory budget for the blocks a read decodes at once
+    /// ([`DEFAULT_MEMORY`](crate::DEFAULT_MEMORY) after [`Archive::open`]); fails, leaving the
+    /// budget as it was, if one block does not fit ([`memory_needed`](crate::memory_needed)).
+    pub fn set_memory(&mut self, memory: u64) -> Result<()> {
+        (self.budget, self.caching) = budget(memory, self.header.block_size)?;
+        self.pools = self.budget.pools();
+        if !self.caching {
+            self.cache = None;
+        }
+        Ok(())
     }
 
     /// The mode the archive was made with.
@@ -394,9 +421,7 @@ impl<R: Read + Seek + Send> Archive<R> {
         if self.header.kind != Kind::Safetensors {
             return Ok(None);
         }
-        let mut value: serde_json::Value = serde_json::from_slice(&self.header.prefix[8..])
-            .map_err(|e| Error::KeptHeader(HeaderError::Json(e.to_string())))?;
-        Ok(value.as_object_mut().and_then(|o| o.remove("__metadata__")))
+        safetensors::metadata(&self.header.prefix[8..]).map_err(Error::KeptHeader)
     }
 
     /// Sends bytes `range` of the original file to `sink`, decoding only the blocks that hold
@@ -458,11 +483,13 @@ impl<R: Read + Seek + Send> Archive<R> {
             input,
             stats,
             cache,
+            caching,
             pools,
+            budget,
             ..
         } = self;
         ordered(
-            window(),
+            budget.window,
             &mut || {
                 if next == end {
                     return Ok(None);
@@ -497,7 +524,7 @@ impl<R: Read + Seek + Send> Archive<R> {
                 };
                 stats.bytes_decoded += block.len() as u64;
                 deliver(&mut sink, dest, &block[wanted(n, block.len() as u64)])?;
-                if n == last {
+                if n == last && *caching {
                     *cache = Some((n, block));
                 } else {
                     pools.blocks.give(block);
@@ -521,9 +548,7 @@ fn deliver(sink: &mut Sink, dest: Option<&mut [u8]>, part: &[u8]) -> io::Result<
 /// The `__metadata__` of the header JSON `json`: string values as they are, others as their
 /// JSON text.
 fn metadata_of(json: &[u8]) -> Result<Option<BTreeMap<String, String>>> {
-    let value: serde_json::Value = serde_json::from_slice(json)
-        .map_err(|e| Error::KeptHeader(HeaderError::Json(e.to_string())))?;
-    let Some(meta) = value.get("__metadata__") else {
+    let Some(meta) = safetensors::metadata(json).map_err(Error::KeptHeader)? else {
         return Ok(None);
     };
     let entries = match meta.as_object() {

@@ -14,7 +14,9 @@
 //! and can record the MD5 of the whole file; its index gives random access to any tensor
 //! ([`Archive`]). Any other file round-trips as well, as plain bytes. Blocks are coded in
 //! parallel on the current rayon pool, or on a pool of [`EncodeOptions::threads`], and memory
-//! stays bounded whatever the file's size. The format is specified in `docs/FORMAT.md`.
+//! stays bounded whatever the file's size: the blocks in flight fit a budget
+//! ([`EncodeOptions::memory`], [`DEFAULT_MEMORY`], 256 MiB) whatever the thread
+//! count and block size. The format is specified in `docs/FORMAT.md`.
 //!
 //! # Compress and restore
 //!
@@ -103,6 +105,7 @@ pub use container::{Kind, Mode};
 pub use error::{Error, HeaderError, Result, TensorProblem};
 pub use pipeline::decode::{decode, decode_file, decode_to_vec, DecodeOptions, DecodeReport};
 pub use pipeline::encode::{encode, encode_to_vec, EncodeOptions, EncodeReport};
+pub use pipeline::{memory_needed, DEFAULT_MEMORY};
 pub use safetensors::{Dtype, TensorInfo};
 pub use stream::{Decoder, Encoder};
 

@@ -5,7 +5,10 @@
 //! strict, because a wrong tensor map would split data along the wrong element boundaries.
 
 use crate::error::{HeaderError, TensorProblem};
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
+use std::collections::HashMap;
+use std::fmt;
 
 /// Largest JSON header accepted, as in the reference implementation.
 pub const MAX_HEADER_LEN: u64 = 100 << 20;
@@ -47,27 +50,39 @@ pub enum Dtype {
 }
 
 impl Dtype {
+    /// Every dtype.
+    pub const ALL: [Dtype; 15] = {
+        use Dtype::*;
+        [
+            Bool, U8, I8, F8E5M2, F8E4M3, I16, U16, F16, BF16, I32, U32, F32, I64, U64, F64,
+        ]
+    };
+
     /// Parses the header's dtype string (`"BF16"`, `"F8_E4M3"`...).
     pub fn parse(s: &str) -> Option<Dtype> {
+        Dtype::ALL.into_iter().find(|d| d.name() == s)
+    }
+
+    /// The dtype's name in safetensors headers (`"BF16"`, `"F8_E4M3"`...).
+    pub fn name(self) -> &'static str {
         use Dtype::*;
-        Some(match s {
-            "BOOL" => Bool,
-            "U8" => U8,
-            "I8" => I8,
-            "F8_E5M2" => F8E5M2,
-            "F8_E4M3" => F8E4M3,
-            "I16" => I16,
-            "U16" => U16,
-            "F16" => F16,
-            "BF16" => BF16,
-            "I32" => I32,
-            "U32" => U32,
-            "F32" => F32,
-            "I64" => I64,
-            "U64" => U64,
-            "F64" => F64,
-            _ => return None,
-        })
+        match self {
+            Bool => "BOOL",
+            U8 => "U8",
+            I8 => "I8",
+            F8E5M2 => "F8_E5M2",
+            F8E4M3 => "F8_E4M3",
+            I16 => "I16",
+            U16 => "U16",
+            F16 => "F16",
+            BF16 => "BF16",
+            I32 => "I32",
+            U32 => "U32",
+            F32 => "F32",
+            I64 => "I64",
+            U64 => "U64",
+            F64 => "F64",
+        }
     }
 
     /// Bytes per element.
@@ -132,19 +147,25 @@ impl Header {
     /// Parses and validates the JSON text of a header.
     ///
     /// `payload_len` is the number of bytes after the header when known (a file), `None` for a
-    /// stream; with it, every tensor must lie inside the payload.
+    /// stream; with it, every tensor must lie inside the payload. The JSON is read entry by
+    /// entry into the tensor list, never into one tree of JSON values, so memory stays within a
+    /// small multiple of the text (see docs/FORMAT.md); a name given twice keeps its last
+    /// entry, as JSON readers do.
     pub fn parse(json: &[u8], payload_len: Option<u64>) -> Result<Header, HeaderError> {
-        let value: Value =
-            serde_json::from_slice(json).map_err(|e| HeaderError::Json(e.to_string()))?;
-        let obj = value.as_object().ok_or(HeaderError::NotAnObject)?;
-        let mut tensors = Vec::with_capacity(obj.len());
-        for (name, entry) in obj {
-            if name == "__metadata__" {
-                continue;
-            }
-            tensors.push(parse_entry(name, entry)?);
+        let mut tensors = Vec::new();
+        let mut problem = None;
+        let mut de = serde_json::Deserializer::from_slice(json);
+        let read = de
+            .deserialize_map(Entries {
+                tensors: &mut tensors,
+                problem: &mut problem,
+            })
+            .and_then(|()| de.end());
+        if let Err(e) = read {
+            return Err(problem.unwrap_or_else(|| json_error(e)));
         }
-        tensors.sort_by_key(|t| (t.begin, t.end));
+        keep_last_of_each_name(&mut tensors);
+        tensors.sort_unstable_by(|a, b| (a.begin, a.end, &a.name).cmp(&(b.begin, b.end, &b.name)));
         for pair in tensors.windows(2) {
             if pair[0].end > pair[1].begin {
                 return Err(HeaderError::Overlap(
@@ -166,6 +187,96 @@ impl Header {
             json_len: json.len() as u64,
             tensors,
         })
+    }
+}
+
+/// Reads a header's top-level object: every entry but `__metadata__` is a tensor, taken one
+/// at a time as a small JSON value and checked by [`parse_entry`]. The first invalid entry
+/// stops the reading, its problem left in `problem`.
+struct Entries<'a> {
+    tensors: &'a mut Vec<TensorInfo>,
+    problem: &'a mut Option<HeaderError>,
+}
+
+impl<'de> Visitor<'de> for Entries<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(name) = map.next_key::<String>()? {
+            if name == "__metadata__" {
+                map.next_value::<IgnoredAny>()?;
+                continue;
+            }
+            let entry: Value = map.next_value()?;
+            match parse_entry(&name, &entry) {
+                Ok(t) => self.tensors.push(t),
+                Err(e) => {
+                    *self.problem = Some(e);
+                    return Err(de::Error::custom("invalid tensor entry"));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Drops every entry whose name comes again later.
+fn keep_last_of_each_name(tensors: &mut Vec<TensorInfo>) {
+    let mut last: HashMap<&str, usize> = HashMap::with_capacity(tensors.len());
+    for (k, t) in tensors.iter().enumerate() {
+        last.insert(&t.name, k);
+    }
+    if last.len() == tensors.len() {
+        return;
+    }
+    let keep: Vec<bool> = (0..tensors.len())
+        .map(|k| last.get(tensors[k].name.as_str()) == Some(&k))
+        .collect();
+    drop(last);
+    let mut k = 0;
+    tensors.retain(|_| {
+        k += 1;
+        keep[k - 1]
+    });
+}
+
+/// The `__metadata__` entry of a header's JSON text, if it has one, read without building the
+/// rest of the header as JSON values.
+pub fn metadata(json: &[u8]) -> Result<Option<Value>, HeaderError> {
+    struct Metadata;
+    impl<'de> Visitor<'de> for Metadata {
+        type Value = Option<Value>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut found = None;
+            while let Some(key) = map.next_key::<String>()? {
+                match key == "__metadata__" {
+                    true => found = Some(map.next_value()?),
+                    false => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+            }
+            Ok(found)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_slice(json);
+    de.deserialize_map(Metadata)
+        .and_then(|m| de.end().map(|()| m))
+        .map_err(json_error)
+}
+
+/// A JSON reading error as a header error: the text does not parse, or is not an object.
+fn json_error(e: serde_json::Error) -> HeaderError {
+    match e.classify() {
+        serde_json::error::Category::Data => HeaderError::NotAnObject,
+        _ => HeaderError::Json(e.to_string()),
     }
 }
 

@@ -428,3 +428,24 @@ fn index_that_disagrees_with_the_blocks_is_rejected() {
         Err(Error::CorruptBlock { index, .. }) if index == i as u64
     ));
 }
+
+/// Random access keeps to a memory budget: an archive of 64 MiB blocks opens and reads with
+/// the default, a budget too small for one block is refused (and the old one kept), and a
+/// read under the tightest budget gives the same bytes.
+#[test]
+fn huge_blocks_read_within_the_memory_budget() {
+    let block = 64 << 20;
+    let data: Vec<u8> = (0..block + 3 * MIB).map(|i| (i / 4096) as u8).collect();
+    let opts = EncodeOptions {
+        block_size: block as u32,
+        ..EncodeOptions::new(Mode::Fast)
+    };
+    let archive = encode_to_vec(&data, &opts);
+    let mut a = open(&archive);
+    let range = 100..block as u64 + 10;
+    assert_eq!(a.read_range(range.clone()).unwrap(), &data[100..block + 10]);
+    let err = a.set_memory(100 << 20).unwrap_err();
+    assert!(err.to_string().contains("too small"), "{err}");
+    a.set_memory(sc::memory_needed(block as u32)).unwrap();
+    assert_eq!(a.read_range(range).unwrap(), &data[100..block + 10]);
+}

@@ -19,45 +19,45 @@ pub struct Scratch {
     pub(crate) keys: Vec<u8>,
 }
 
-/// Encodes one block into `out`: the record followed by the plane payloads.
+/// Codes one block into the scratch `s`; returns its record, whose payloads [`payloads`]
+/// finds in `raw` and `s`.
 ///
 /// Some transforms are chosen per block by measurement ([`choice::refine`]), so the transform
 /// recorded may differ from the one planned.
-pub fn encode_block(
-    raw: &[u8],
-    transform: Transform,
-    mode: Mode,
-    s: &mut Scratch,
-    out: &mut Vec<u8>,
-) {
+pub fn code_block(raw: &[u8], transform: Transform, mode: Mode, s: &mut Scratch) -> BlockRecord {
     let (transform, codecs) = choice::code(raw, transform, mode, s);
     let n = transform.planes();
-    let payloads: Vec<&[u8]> = (0..n)
-        .map(|k| match codecs[k] {
-            Codec::Stored if n == 1 => raw,
-            Codec::Stored => &s.planes[k][..],
-            _ => &s.coded[k][..],
-        })
-        .collect();
-    let record = BlockRecord {
+    BlockRecord {
         transform,
         raw_len: raw.len() as u32,
         checksum: checksum::block(raw),
-        planes: codecs[..n]
-            .iter()
-            .zip(&payloads)
-            .map(|(&codec, p)| PlaneEntry {
-                codec,
-                coded_len: p.len() as u32,
+        planes: (0..n)
+            .map(|k| PlaneEntry {
+                codec: codecs[k],
+                coded_len: payload(codecs[k], k, n, raw, s).len() as u32,
             })
             .collect(),
-    };
-    out.clear();
-    out.reserve(record.encoded_len() + record.payload_len() as usize);
-    record.write(out);
-    for p in payloads {
-        out.extend_from_slice(p);
     }
+}
+
+/// Where plane `k` of `n`'s payload lies once coded with `codec`: stored planes where they
+/// are, coded ones in the scratch.
+fn payload<'a>(codec: Codec, k: usize, n: usize, raw: &'a [u8], s: &'a Scratch) -> &'a [u8] {
+    match codec {
+        Codec::Stored if n == 1 => raw,
+        Codec::Stored => &s.planes[k],
+        _ => &s.coded[k],
+    }
+}
+
+/// The plane payloads of a block [`code_block`] coded from `raw` into `s`, in order.
+pub fn payloads<'a>(
+    record: &'a BlockRecord,
+    raw: &'a [u8],
+    s: &'a Scratch,
+) -> impl Iterator<Item = &'a [u8]> + 'a {
+    let n = record.planes.len();
+    (record.planes.iter().enumerate()).map(move |(k, p)| payload(p.codec, k, n, raw, s))
 }
 
 const UNPAIRED: CodecError = CodecError("a paired codec's plane without its partner");

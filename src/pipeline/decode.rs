@@ -4,7 +4,7 @@ use super::block::decode_block;
 use super::digest::DigestWorker;
 use super::mapped::MappedFile;
 use super::pool::Pool;
-use super::{on_threads, ordered, pools, window, Pools};
+use super::{on_threads, ordered, Budget, Pools, DEFAULT_MEMORY};
 use crate::container::{
     checksum::hex, BlockRecord, FileHeader, Footer, IndexEntry, Kind, Mode,
 };
@@ -23,7 +23,7 @@ use std::sync::Arc;
 ///     ..Default::default()
 /// };
 /// ```
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy)]
 pub struct DecodeOptions<'a> {
     /// Also compute the MD5 of the output and compare it with the one recorded at encode time,
     /// if there is one. Block checksums (XXH3-64) are always checked.
@@ -38,6 +38,23 @@ pub struct DecodeOptions<'a> {
     /// Called with the archive bytes decoded so far after each block is written, on the
     /// calling thread.
     pub progress: Option<&'a (dyn Fn(u64) + Sync)>,
+    /// Memory budget in bytes for the blocks in flight ([`DEFAULT_MEMORY`], 256 MiB, by
+    /// default): fewer blocks are decoded at once as the archive's blocks grow, down to one at
+    /// a time, whatever the thread count. An archive whose blocks are too large for the budget
+    /// ([`memory_needed`](crate::memory_needed)) is refused before any block is read.
+    pub memory: u64,
+}
+
+impl Default for DecodeOptions<'_> {
+    fn default() -> Self {
+        DecodeOptions {
+            check_md5: false,
+            archive_len: None,
+            threads: 0,
+            progress: None,
+            memory: DEFAULT_MEMORY,
+        }
+    }
 }
 
 impl std::fmt::Debug for DecodeOptions<'_> {
@@ -47,6 +64,7 @@ impl std::fmt::Debug for DecodeOptions<'_> {
             .field("archive_len", &self.archive_len)
             .field("threads", &self.threads)
             .field("progress", &self.progress.map(|_| "callback"))
+            .field("memory", &self.memory)
             .finish()
     }
 }
@@ -297,9 +315,9 @@ fn decode_from<'a, S: Source<'a> + Send, W: Write + Send>(
         pos: 0,
     };
     let header = FileHeader::read(&mut r, opts.archive_len)?;
+    let budget = Budget::new(opts.memory, header.block_size, 0)?;
     output.write_all(&header.prefix)?;
-    let pools = pools();
-    let digest = DigestWorker::start(opts.check_md5, &header.prefix, &pools.blocks)?;
+    let (pools, digest) = budget.start(opts.check_md5, &header.prefix)?;
     let mut reader = BlockReader {
         index: Vec::new(),
         raw_pos: header.prefix.len() as u64,
@@ -309,8 +327,14 @@ fn decode_from<'a, S: Source<'a> + Send, W: Write + Send>(
     };
     let mut decoded_to = r.pos;
     ordered(
-        window(),
-        &mut || reader.read(&mut r, &pools.coded),
+        budget.window,
+        &mut || {
+            // Decoded blocks the MD5 thread has not hashed yet stay in memory.
+            if let Some(d) = &digest {
+                d.wait_behind(budget.md5_behind);
+            }
+            reader.read(&mut r, &pools.coded)
+        },
         &|block| decode_one(block, &pools),
         &mut |decoded| {
             let (rec, out) = decoded?;

@@ -1,13 +1,13 @@
 //! Encoding: probe the input, keep its header, plan blocks, code them in parallel.
 
-use super::block::encode_block;
+use super::block::{code_block, payloads, Scratch};
 use super::digest::DigestWorker;
 use super::plan::Planner;
-use super::pool::Pool;
-use super::{on_threads, ordered, pools, window, Pools};
+use super::pool::{Pool, Pooled};
+use super::{on_threads, ordered, Budget, Pools, DEFAULT_MEMORY};
 use crate::container::{
-    check_block_size, FileHeader, Footer, IndexEntry, Kind, Mode, DEFAULT_BLOCK_SIZE,
-    MAX_KEPT_JSON,
+    check_block_size, BlockRecord, FileHeader, Footer, IndexEntry, Kind, Mode,
+    DEFAULT_BLOCK_SIZE, MAX_KEPT_JSON,
 };
 use crate::error::{Error, HeaderError, Result};
 use crate::read::read_up_to;
@@ -48,6 +48,11 @@ pub struct EncodeOptions<'a> {
     /// Called with the input bytes coded so far after each block is written, on the calling
     /// thread.
     pub progress: Option<&'a (dyn Fn(u64) + Sync)>,
+    /// Memory budget in bytes for the blocks in flight ([`DEFAULT_MEMORY`], 256 MiB, by
+    /// default): fewer blocks are coded at once as blocks grow, down to one at a time, whatever
+    /// the thread count. A budget too small for one block
+    /// ([`memory_needed`](crate::memory_needed)) is an error.
+    pub memory: u64,
 }
 
 impl EncodeOptions<'_> {
@@ -61,6 +66,7 @@ impl EncodeOptions<'_> {
             input_len: None,
             threads: 0,
             progress: None,
+            memory: DEFAULT_MEMORY,
         }
     }
 
@@ -87,6 +93,7 @@ impl std::fmt::Debug for EncodeOptions<'_> {
             .field("input_len", &self.input_len)
             .field("threads", &self.threads)
             .field("progress", &self.progress.map(|_| "callback"))
+            .field("memory", &self.memory)
             .finish()
     }
 }
@@ -184,30 +191,41 @@ impl InputReader {
 
 /// Appends coded blocks to the archive in order, keeping the index.
 struct ArchiveWriter {
+    /// The record being written.
+    head: Vec<u8>,
     archive_len: u64,
     raw_pos: u64,
     index: Vec<IndexEntry>,
 }
 
+/// A block coded and waiting to be written: its bytes, the scratch holding its coded planes,
+/// and its record.
+type Coded<'p> = (Arc<Vec<u8>>, Pooled<'p, Scratch>, BlockRecord);
+
 impl ArchiveWriter {
-    /// Writes the coded form of block `raw`; both buffers go back to the pool once free.
+    /// Writes block `raw`, coded into `scratch` as `record` says, straight from the scratch;
+    /// the buffers go back to their pools once free.
     fn write<W: Write>(
         &mut self,
         output: &mut W,
-        raw: Arc<Vec<u8>>,
-        block: Vec<u8>,
+        (raw, scratch, record): Coded,
         pools: &Pools,
     ) -> Result<()> {
-        output.write_all(&block)?;
+        self.head.clear();
+        record.write(&mut self.head);
+        output.write_all(&self.head)?;
+        for p in payloads(&record, &raw, &scratch) {
+            output.write_all(p)?;
+        }
+        let stored_len = record.stored_len();
         self.index.push(IndexEntry {
             offset: self.archive_len,
             raw_offset: self.raw_pos,
             raw_len: raw.len() as u32,
-            stored_len: block.len() as u32,
+            stored_len: stored_len as u32,
         });
-        self.archive_len += block.len() as u64;
+        self.archive_len += stored_len;
         self.raw_pos += raw.len() as u64;
-        pools.coded.give(block);
         pools.blocks.give_shared(raw);
         Ok(())
     }
@@ -254,6 +272,7 @@ fn encode_here<R: Read + Send, W: Write + Send>(
     opts: &EncodeOptions,
 ) -> Result<EncodeReport> {
     check_block_size(opts.block_size).map_err(Error::InvalidArgument)?;
+    let budget = Budget::new(opts.memory, opts.block_size, 0)?;
     let (header, consumed, generic_reason) = probe(&mut input, opts.input_len)?;
     let (kind, prefix, pending) = match &header {
         Some(_) => (Kind::Safetensors, consumed, Vec::new()),
@@ -267,8 +286,7 @@ fn encode_here<R: Read + Send, W: Write + Send>(
         md5: opts.md5,
     };
     file_header.write(&mut output)?;
-    let pools = pools();
-    let digest = DigestWorker::start(opts.md5, &file_header.prefix, &pools.blocks)?;
+    let (pools, digest) = budget.start(opts.md5, &file_header.prefix)?;
     let mut source = std::io::Cursor::new(pending).chain(input);
     let mut reader = InputReader {
         planner: Planner::new(
@@ -279,15 +297,20 @@ fn encode_here<R: Read + Send, W: Write + Send>(
         done: false,
     };
     let mut writer = ArchiveWriter {
+        head: Vec::new(),
         archive_len: file_header.encoded_len(),
         raw_pos: file_header.prefix.len() as u64,
         index: Vec::new(),
     };
     let mode = opts.mode;
     ordered(
-        window(),
+        budget.window,
         &mut || {
-            // The MD5 thread hashes each block as soon as it is read, off the coding path.
+            // The MD5 thread hashes each block as soon as it is read, off the coding path,
+            // holding blocks already written no further behind than the budget allows.
+            if let Some(d) = &digest {
+                d.wait_behind(budget.md5_behind);
+            }
             let block = reader.read(&mut source, &pools.blocks)?;
             Ok(block.map(|(t, raw)| {
                 let raw = Arc::new(raw);
@@ -298,12 +321,12 @@ fn encode_here<R: Read + Send, W: Write + Send>(
             }))
         },
         &|(t, raw): RawBlock| {
-            let mut out = pools.coded.take();
-            encode_block(&raw, t, mode, &mut pools.scratch.guard(), &mut out);
-            (raw, out)
+            let mut scratch = pools.scratch.guard();
+            let record = code_block(&raw, t, mode, &mut scratch);
+            (raw, scratch, record)
         },
-        &mut |(raw, block)| {
-            writer.write(&mut output, raw, block, &pools)?;
+        &mut |coded| {
+            writer.write(&mut output, coded, &pools)?;
             if let Some(progress) = opts.progress {
                 progress(writer.raw_pos);
             }
@@ -314,6 +337,7 @@ fn encode_here<R: Read + Send, W: Write + Send>(
         archive_len,
         raw_pos,
         index,
+        ..
     } = writer;
     let footer = Footer {
         end_offset: archive_len,

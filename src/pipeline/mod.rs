@@ -29,10 +29,89 @@ pub(crate) fn on_threads<T: Send>(
         .install(f)
 }
 
-/// Blocks in flight: enough that every worker always has a block to code while the calling
-/// thread reads and writes, few enough to bound memory to a few blocks per worker.
-pub(crate) fn window() -> usize {
-    rayon::current_num_threads() * 2 + 2
+/// Default memory budget for the blocks a run keeps in flight
+/// ([`EncodeOptions::memory`](crate::EncodeOptions::memory),
+/// [`DecodeOptions::memory`](crate::DecodeOptions::memory)): 256 MiB.
+pub const DEFAULT_MEMORY: u64 = 256 << 20;
+
+/// Memory a run needs besides its block buffers: the program itself, I/O buffers, archive map
+/// windows of small blocks, and per worker thread its stack and Huffman tables.
+fn fixed_memory() -> u64 {
+    (24 << 20) + (128 << 10) * rayon::current_num_threads() as u64
+}
+
+/// Half-blocks of buffers one block in flight holds at most, encoding or decoding: the block
+/// (2), and the worker scratch it is coded into or decoded from (planes 2, coded planes 2,
+/// joint keys 1), or its payload (2), decoded bytes (2) and scratch (planes 2, keys 1).
+const UNIT_HALF_BLOCKS: u64 = 7;
+
+/// The smallest memory budget that takes blocks of `block_size` bytes on the current rayon
+/// pool: one block in flight (about 3.5 block sizes of buffers), and what a run needs besides
+/// (24 MiB, and 128 KiB per worker thread).
+pub fn memory_needed(block_size: u32) -> u64 {
+    fixed_memory() + UNIT_HALF_BLOCKS * block_size as u64 / 2
+}
+
+/// How much of a pipeline run is in flight, so that its buffers fit a memory budget.
+///
+/// Each block in flight holds its buffers until it is written; the MD5 thread may hold a few
+/// blocks more while it catches up. The window shrinks as blocks grow, down to one block at a
+/// time, so memory stays under the budget whatever the thread count and block size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Budget {
+    /// Blocks read but not yet written.
+    pub(crate) window: usize,
+    /// Blocks the MD5 thread may still hold once the pipeline is done with them.
+    pub(crate) md5_behind: usize,
+}
+
+impl Budget {
+    /// The budget for blocks of `block_size` bytes within `memory` bytes, with room for
+    /// `extra_blocks` more blocks held aside (random access keeps its last block). Fails when
+    /// not even one block in flight fits.
+    pub(crate) fn new(memory: u64, block_size: u32, extra_blocks: u64) -> crate::Result<Budget> {
+        let block = block_size as u64;
+        let unit = UNIT_HALF_BLOCKS * block / 2;
+        let fixed = fixed_memory() + extra_blocks * block;
+        let need = memory_needed(block_size) + extra_blocks * block;
+        if memory < need {
+            return Err(crate::Error::InvalidArgument(format!(
+                "a memory budget of {} MiB is too small for blocks of {} bytes: one block in \
+                 flight needs {} MiB",
+                memory >> 20,
+                block_size,
+                need.div_ceil(1 << 20)
+            )));
+        }
+        let most = rayon::current_num_threads() * 2 + 2;
+        let window = ((memory - fixed) / unit).clamp(1, most as u64) as usize;
+        let left = memory - fixed - window as u64 * unit;
+        Ok(Budget {
+            window,
+            md5_behind: (left / block).min(window as u64) as usize,
+        })
+    }
+
+    /// The pools of a run that hashes its file when `md5` (the file's first bytes `prefix`
+    /// queued first), and its MD5 thread.
+    pub(crate) fn start(
+        &self,
+        md5: bool,
+        prefix: &[u8],
+    ) -> std::io::Result<(Pools, Option<digest::DigestWorker>)> {
+        let pools = self.pools();
+        let digest = digest::DigestWorker::start(md5, prefix, &pools.blocks, self.window)?;
+        Ok((pools, digest))
+    }
+
+    /// The pools of one pipeline run, with room for every buffer the budget allows.
+    pub(crate) fn pools(&self) -> Pools {
+        Pools {
+            blocks: pool::Pool::new(self.window + self.md5_behind + 2),
+            coded: pool::Pool::new(self.window + 2),
+            scratch: pool::Pool::new(self.window + 1),
+        }
+    }
 }
 
 /// The pools of one pipeline run.
@@ -42,20 +121,10 @@ pub(crate) fn window() -> usize {
 pub(crate) struct Pools {
     /// Buffers of original block bytes.
     pub(crate) blocks: pool::Pool<Vec<u8>>,
-    /// Buffers of coded blocks (record and payloads, or payloads alone).
+    /// Buffers of block payloads read from a stream.
     pub(crate) coded: pool::Pool<Vec<u8>>,
-    /// One scratch per worker.
+    /// Scratch to code or decode a block in.
     pub(crate) scratch: pool::Pool<block::Scratch>,
-}
-
-/// The pools of one pipeline run, with room for every block in flight (blocks: also those
-/// queued for the MD5 thread).
-pub(crate) fn pools() -> Pools {
-    Pools {
-        blocks: pool::Pool::new(window() * 2 + 2),
-        coded: pool::Pool::new(window() + 2),
-        scratch: pool::Pool::new(rayon::current_num_threads() + 1),
-    }
 }
 
 /// A coded unit, or the panic of the worker that coded it (re-raised on the calling thread).
