@@ -614,11 +614,16 @@ fn sc_to_full_stdout(dir: &Path, args: &[&str]) -> Run {
         .stderr(Stdio::piped())
         .output()
         .expect("run sc");
+    finished(out, format!("sc {} >/dev/full", args.join(" ")))
+}
+
+/// The [`Run`] of a finished process.
+fn finished(out: std::process::Output, what: String) -> Run {
     Run {
         code: out.status.code(),
-        stdout: Vec::new(),
+        stdout: out.stdout,
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        what: format!("sc {} >/dev/full", args.join(" ")),
+        what,
     }
 }
 
@@ -724,4 +729,115 @@ fn md5_is_recorded_by_best_and_on_request() {
             .fails()
             .stderr_has("does not match");
     }
+}
+
+/// `decode --md5` on an archive that records no MD5 says so (with the MD5 it computed) instead
+/// of claiming a match.
+#[test]
+fn decode_md5_says_when_none_was_recorded() {
+    let (dir, _) = workdir();
+    let d = dir.path();
+    let md5 = md5_hex(&sample());
+    sc(d, &["encode", "-q", "model.safetensors"]).ok();
+    let r = sc(d, &["decode", "--md5", "model.safetensors.sc", "-o", "a"]);
+    r.ok();
+    assert!(!r.stderr.contains("MD5 OK"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!("MD5 {md5} (not recorded")),
+        "{}",
+        r.stderr
+    );
+    sc(d, &["encode", "-q", "-f", "--md5", "model.safetensors"]).ok();
+    let r = sc(d, &["decode", "--md5", "model.safetensors.sc", "-o", "b"]);
+    r.ok();
+    assert!(r.stderr.contains("MD5 OK"), "{}", r.stderr);
+}
+
+/// Output names up to the 255 bytes a file system allows work: the temporary file's name,
+/// longer than the output's, is shortened to fit.
+#[test]
+fn long_output_names_work() {
+    let (dir, _) = workdir();
+    let d = dir.path();
+    let long = format!("{}.sc", "n".repeat(252));
+    sc(d, &["encode", "-q", "model.safetensors", "-o", &long]).ok();
+    let back = format!("{}é", "r".repeat(253));
+    sc(d, &["decode", "-q", &long, "-o", &back]).ok();
+    assert_same(&read(d.join(&back)), &sample(), "long names");
+}
+
+/// Runs `sc args...` in `dir` with stdout closed (`>&-`).
+fn sc_stdout_closed(dir: &Path, args: &[&str]) -> Run {
+    let args_os: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_ref()).collect();
+    let out = common::sh(dir, r#"exec "$0" "$@" >&-"#, &args_os);
+    finished(out, format!("sc {} >&-", args.join(" ")))
+}
+
+/// A closed stdout is an error, not output silently thrown away (or written into whatever file
+/// was opened next and took its number).
+#[test]
+fn closed_stdout_is_an_error() {
+    let (dir, _) = workdir();
+    let d = dir.path();
+    sc(d, &["encode", "-q", "model.safetensors"]).ok();
+    for args in [
+        &["encode", "-c", "model.safetensors"][..],
+        &["decode", "-c", "model.safetensors.sc"],
+        &["info", "model.safetensors.sc"],
+        &["list", "model.safetensors.sc"],
+    ] {
+        sc_stdout_closed(d, args)
+            .fails()
+            .stderr_has("standard output is closed");
+    }
+    assert_same(&read(d.join("model.safetensors")), &sample(), "input");
+}
+
+/// A missing output directory is reported with the path asked for.
+#[test]
+fn missing_output_directory_names_the_output() {
+    let (dir, _) = workdir();
+    let d = dir.path();
+    let r = sc(d, &["encode", "model.safetensors", "-o", "nodir/out.sc"]);
+    r.fails().stderr_has("cannot create nodir/out.sc");
+    assert!(!r.stderr.contains("sc-tmp"), "{}", r.stderr);
+}
+
+/// Tensor names and metadata with control characters are printed escaped: they cannot drive
+/// the terminal.
+#[test]
+fn list_and_info_escape_control_characters() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // JSON escapes for C0 characters, a raw C1 character (CSI), which JSON allows as it is.
+    let evil = "x\\u001b[2J\\r\\n\u{9b}more";
+    let st = common::safetensors(
+        &[
+            (evil, "BF16", vec![2], vec![1, 2, 3, 4]),
+            ("y", "Q\\u001b[1m", vec![4], vec![5, 6, 7, 8]),
+        ],
+        0,
+        "{\"note\":\"\\u001b]0;title\\u0007\u{9b}\"}",
+    );
+    std::fs::write(d.join("e.safetensors"), st).unwrap();
+    sc(d, &["encode", "-q", "e.safetensors"]).ok();
+    for cmd in ["list", "info"] {
+        let r = sc(d, &[cmd, "e.safetensors.sc"]);
+        r.ok();
+        let bad: Vec<u8> = r
+            .stdout_text()
+            .chars()
+            .filter(|&c| c.is_control() && c != '\n')
+            .map(|c| c as u8)
+            .collect();
+        assert!(bad.is_empty(), "{cmd} printed control characters {bad:?}");
+        assert!(
+            r.stdout_text().contains("\\u{9b}more"),
+            "{cmd}: {}",
+            r.stdout_text()
+        );
+    }
+    let list = sc(d, &["list", "e.safetensors.sc"]).stdout_text();
+    assert!(list.contains("x\\u{1b}[2J\\r\\n\\u{9b}more"), "{list}");
+    assert!(list.contains("Q\\u{1b}[1m"), "{list}");
 }

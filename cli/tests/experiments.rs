@@ -296,3 +296,35 @@ fn verify_checks_directories_and_fails_if_any_archive_does() {
     std::fs::create_dir(d.join("empty")).unwrap();
     assert!(fails(sc(&d, &["verify", "empty"]), "empty").contains("no .sc archives"));
 }
+
+/// `--plot` names its files after known dtypes only: a header's dtype string such as
+/// `/../../escaped` never becomes part of a path, so nothing is written outside the folder.
+#[test]
+fn analyze_plots_stay_inside_their_folder() {
+    let (_t, d) = workdir();
+    let st = safetensors(&[
+        ("w", "BF16", vec![0x80, 0x3F, 0x00, 0x40], 2),
+        ("x", "/../../escaped", vec![1, 2, 3, 4, 5, 6], 6),
+    ]);
+    std::fs::write(d.join("m.safetensors"), st).unwrap();
+    let plots = d.join("plots");
+    // Were the dtype spliced into the name, `plots/m./../../escaped.svg` would be `escaped.svg`
+    // beside `plots`.
+    std::fs::create_dir_all(plots.join("m.")).unwrap();
+    ok(
+        sc(&d, &["analyze", "m.safetensors", "--plot", "plots"]),
+        "analyze",
+    );
+    let mut outside: Vec<String> = std::fs::read_dir(&d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    outside.sort();
+    assert_eq!(outside, ["m.safetensors", "plots"]);
+    let mut inside: Vec<String> = std::fs::read_dir(&plots)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    inside.sort();
+    assert_eq!(inside, ["m.", "m.BF16.svg", "m.unknown-dtype-1.svg"]);
+}

@@ -190,3 +190,171 @@ fn folder_usage_errors() {
     ));
     assert!(!tmp.path().join("model/packed/packed").exists());
 }
+
+/// The data-loss case: a stale archive beside its source, mirrored with `-f --rm`. Both jobs
+/// would write `out/m.safetensors.sc`; the run is refused before anything is written.
+#[test]
+fn two_sources_for_one_output_are_refused_before_anything_is_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    fs::create_dir(&src).unwrap();
+    fs::copy(TINY, src.join("m.safetensors")).unwrap();
+    fs::copy(SAMPLE, tmp.path().join("big.safetensors")).unwrap();
+    ok(sc(
+        tmp.path(),
+        &[
+            "encode",
+            "-q",
+            "big.safetensors",
+            "-o",
+            "src/m.safetensors.sc",
+        ],
+        None,
+    ));
+    // Each run is refused with nothing written; returns the error.
+    let refused = |args: &[&str]| {
+        let before = tree(&src);
+        let err = fails(sc(tmp.path(), args, None), "nothing was written");
+        assert_eq!(tree(&src), before, "{args:?}");
+        assert!(!tmp.path().join("out").exists(), "{args:?}");
+        err
+    };
+    let err = refused(&["encode", "-f", "--rm", "src", "-o", "out"]);
+    assert!(
+        err.contains("src/m.safetensors ") && err.contains("src/m.safetensors.sc"),
+        "{err}"
+    );
+    // Decoding: `m.safetensors.sc` restores to `out/m.safetensors`, where the copy of
+    // `m.safetensors` would go too.
+    let err = refused(&["decode", "-f", "--rm", "src", "-o", "out"]);
+    assert!(
+        err.contains("would both be written to out/m.safetensors"),
+        "{err}"
+    );
+    // In place, `a.sc.sc` would be restored over `a.sc`, which the run also decodes.
+    let archive = fs::read(src.join("m.safetensors.sc")).unwrap();
+    fs::write(src.join("a.sc"), &archive).unwrap();
+    fs::write(src.join("a.sc.sc"), &archive).unwrap();
+    let err = refused(&["decode", "-f", "--rm", "src"]);
+    assert!(err.contains("which this run reads"), "{err}");
+    // An output folder that is the input folder would copy every file over itself.
+    let err = refused(&["encode", "-f", "src", "-o", "src/../src"]);
+    assert!(err.contains("over itself"), "{err}");
+}
+
+/// What one random folder run should do with each file.
+struct Plan {
+    /// Source (relative) -> output path (relative to the output base), and whether it is coded.
+    jobs: Vec<(String, String, bool)>,
+    collision: bool,
+}
+
+fn plan_of(files: &[String], decode: bool, mirrored: bool) -> Plan {
+    let mut jobs = Vec::new();
+    for f in files {
+        let coded = match decode {
+            true => f.strip_suffix(".sc").map(String::from),
+            false => f.ends_with(".safetensors").then(|| format!("{f}.sc")),
+        };
+        match coded {
+            Some(dest) => jobs.push((f.clone(), dest, true)),
+            None if mirrored => jobs.push((f.clone(), f.clone(), false)),
+            None => {}
+        }
+    }
+    let mut dests: Vec<&String> = jobs.iter().map(|j| &j.1).collect();
+    dests.sort();
+    let twice = dests.windows(2).any(|w| w[0] == w[1]);
+    let over_source = !mirrored && jobs.iter().any(|j| jobs.iter().any(|k| k.0 == j.1));
+    Plan {
+        collision: twice || over_source,
+        jobs,
+    }
+}
+
+/// Random folder layouts full of clashing names (`a.safetensors` beside a stale
+/// `a.safetensors.sc`, `b` beside `b.sc`, `c.sc` beside `c.sc.sc`), encoded or decoded in place
+/// or mirrored, with or without `-f` and `--rm`: a clash is refused with nothing written, and
+/// otherwise every source's content ends in its source or in its output.
+#[test]
+fn random_clashing_layouts_lose_nothing() {
+    let mut rng = common::Rng(0x5AFE);
+    for case in 0..60 {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let src = root.join("src");
+        let mut files = Vec::new();
+        for base in ["a", "b", "sub/c"] {
+            for suffix in [".safetensors", ".safetensors.sc", ".sc", "", ".sc.sc"] {
+                if rng.next().is_multiple_of(3) {
+                    files.push(format!("{base}{suffix}"));
+                }
+            }
+        }
+        for f in &files {
+            let p = src.join(f);
+            fs::create_dir_all(p.parent().unwrap()).unwrap();
+            let n = 64 + (rng.next() % 4000) as usize;
+            let st =
+                common::safetensors(&[("w", "BF16", vec![n as u64], rng.bytes(2 * n))], 0, "{}");
+            let bytes = match rng.next() % 3 {
+                // A readable archive of something else, a stale copy as it were.
+                0 | 1 if f.ends_with(".sc") => {
+                    common::encode_to_vec(&st, &sc::EncodeOptions::default())
+                }
+                _ if f.ends_with(".safetensors") => st,
+                _ => rng.bytes(n),
+            };
+            fs::write(p, bytes).unwrap();
+        }
+        let decode = rng.next().is_multiple_of(2);
+        let mirrored = rng.next().is_multiple_of(2);
+        let (force, rm) = (rng.next().is_multiple_of(2), rng.next().is_multiple_of(2));
+        let out = root.join("out");
+        if mirrored && rng.next().is_multiple_of(2) {
+            fs::create_dir_all(out.join("sub")).unwrap();
+            fs::write(out.join("a.safetensors.sc"), b"old").unwrap();
+            fs::write(out.join("b"), b"old").unwrap();
+        }
+        let mut args = vec![if decode { "decode" } else { "encode" }, "-q", "src"];
+        args.extend(mirrored.then_some(["-o", "out"]).into_iter().flatten());
+        args.extend(force.then_some("-f"));
+        args.extend(rm.then_some("--rm"));
+        let what = format!("case {case}: sc {} with {files:?}", args.join(" "));
+        let before = (tree(&src), out.exists().then(|| tree(&out)));
+        let plan = plan_of(&files, decode, mirrored);
+        let run = sc(root, &args, None);
+        let err = String::from_utf8_lossy(&run.stderr).into_owned();
+        if !plan.jobs.iter().any(|j| j.2) {
+            assert!(err.contains("nothing to do"), "{what}: {err}");
+        }
+        if plan.collision {
+            assert_eq!(run.status.code(), Some(1), "{what}: {err}");
+            assert!(err.contains("nothing was written"), "{what}: {err}");
+            let after = (tree(&src), out.exists().then(|| tree(&out)));
+            assert_eq!(after, before, "{what}: the tree changed");
+            continue;
+        }
+        let base = if mirrored { &out } else { &src };
+        let decoded = |bytes: &[u8]| sc::decode_to_vec(bytes, &sc::DecodeOptions::default()).ok();
+        for (path, content) in &before.0 {
+            let rel = path.display().to_string();
+            if fs::read(src.join(path)).ok().as_ref() == Some(content) {
+                continue;
+            }
+            let job = plan.jobs.iter().find(|j| j.0 == rel);
+            let output = job.and_then(|j| fs::read(base.join(&j.1)).ok());
+            let kept = match (job, output) {
+                (Some((_, _, true)), Some(o)) if decode => decoded(content) == Some(o),
+                (Some((_, _, true)), Some(o)) => decoded(&o).as_ref() == Some(content),
+                _ => false,
+            };
+            let overwritten =
+                !mirrored && force && job.is_none() && plan.jobs.iter().any(|j| j.1 == rel);
+            assert!(
+                (kept && rm) || overwritten,
+                "{what}: {rel} lost its content: {err}"
+            );
+        }
+    }
+}

@@ -1,12 +1,13 @@
 //! `sc list` and `sc extract`: the tensors of an archive, read through its index.
 
+use super::output::Settings;
+use super::text::printable;
 use super::{
-    destination, is_stdio, note, print_stdout, with_threads, write_with, Common, OutputArgs,
+    destination, is_stdio, note, with_threads, write_stdout, write_with, Common, OutputArgs,
 };
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use sc::{Archive, Kind};
-use std::fmt::Write as _;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
@@ -63,56 +64,59 @@ fn percent(part: u64, whole: u64) -> f64 {
 pub(super) fn list(a: &ListArgs) -> Result<()> {
     let archive = open(&a.input)?;
     let sizes = archive.stored_bytes();
-    let rows: Vec<[String; 6]> = archive
-        .tensors()
-        .iter()
-        .zip(&sizes.per_tensor)
-        .map(|(t, &stored)| {
-            let len = t.end - t.begin;
-            [
-                t.name.clone(),
-                t.dtype_name.clone(),
-                shape(&t.shape),
-                len.to_string(),
-                stored.to_string(),
-                format!("{:.2}", percent(stored, len)),
-            ]
-        })
-        .collect();
-    let original: u64 = archive.tensors().iter().map(|t| t.end - t.begin).sum();
+    let tensors = archive.tensors();
+    // Rows are made twice, to measure the columns and to print them, so that a header of a
+    // million tensors never becomes a million rows of strings at once.
+    let row = |k: usize| {
+        let (t, stored) = (&tensors[k], sizes.per_tensor[k]);
+        let len = t.end - t.begin;
+        [
+            printable(&t.name).into_owned(),
+            printable(&t.dtype_name).into_owned(),
+            shape(&t.shape),
+            len.to_string(),
+            stored.to_string(),
+            format!("{:.2}", percent(stored, len)),
+        ]
+    };
+    let original: u64 = tensors.iter().map(|t| t.end - t.begin).sum();
     let stored: u64 = sizes.per_tensor.iter().sum();
     let head = ["name", "dtype", "shape", "original", "compressed", "%"].map(String::from);
     let total = [
-        format!("total ({} tensors)", rows.len()),
+        format!("total ({} tensors)", tensors.len()),
         String::new(),
         String::new(),
         original.to_string(),
         stored.to_string(),
         format!("{:.2}", percent(stored, original)),
     ];
+    let rows = || {
+        std::iter::once(head.clone())
+            .chain((0..tensors.len()).map(row))
+            .chain([total.clone()])
+    };
     let mut widths = [0usize; 6];
-    for row in std::iter::once(&head).chain(&rows).chain([&total]) {
-        for (w, cell) in widths.iter_mut().zip(row) {
+    for row in rows() {
+        for (w, cell) in widths.iter_mut().zip(&row) {
             *w = (*w).max(cell.chars().count());
         }
     }
-    let mut t = String::new();
-    for row in std::iter::once(&head).chain(&rows).chain([&total]) {
-        let [name, dtype, dims, orig, comp, pct] = row;
-        let [w0, w1, w2, w3, w4, w5] = widths;
+    write_stdout(|out| {
+        for [name, dtype, dims, orig, comp, pct] in rows() {
+            let [w0, w1, w2, w3, w4, w5] = widths;
+            writeln!(
+                out,
+                "{name:<w0$}  {dtype:<w1$}  {dims:<w2$}  {orig:>w3$}  {comp:>w4$}  {pct:>w5$}"
+            )?;
+        }
         writeln!(
-            t,
-            "{name:<w0$}  {dtype:<w1$}  {dims:<w2$}  {orig:>w3$}  {comp:>w4$}  {pct:>w5$}"
-        )?;
-    }
-    writeln!(
-        t,
-        "archive: {} bytes = {stored} tensors + {} between tensors + {} header and index",
-        archive.archive_len(),
-        sizes.between_tensors,
-        sizes.container
-    )?;
-    print_stdout(&t)
+            out,
+            "archive: {} bytes = {stored} tensors + {} between tensors + {} header and index",
+            archive.archive_len(),
+            sizes.between_tensors,
+            sizes.container
+        )
+    })
 }
 
 /// Names in `names` closest to `wanted`, for the error message.
@@ -161,11 +165,14 @@ fn default_output(input: &Path, raw: bool) -> Result<PathBuf> {
 }
 
 pub(super) fn extract(a: &ExtractArgs) -> Result<()> {
-    with_threads(a.common.threads, || extract_on_pool(a))
+    with_threads(&a.common, || extract_on_pool(a))
 }
 
 fn extract_on_pool(a: &ExtractArgs) -> Result<()> {
     let mut archive = open(&a.input)?;
+    archive
+        .set_memory(super::memory(&a.common))
+        .with_context(|| format!("reading {}", a.input.display()))?;
     for name in &a.tensors {
         if archive.tensor(name).is_none() {
             let near = near_names(name, archive.tensors().iter().map(|t| t.name.as_str()));
@@ -186,7 +193,12 @@ fn extract_on_pool(a: &ExtractArgs) -> Result<()> {
     }
     let dest = destination(&a.input, &a.out, |p| default_output(p, a.raw))?;
     let names: Vec<&str> = a.tensors.iter().map(String::as_str).collect();
-    let written = write_with(dest.as_deref(), a.out.force, true, |out| {
+    let settings = Settings {
+        force: a.out.force,
+        binary: true,
+        ..Settings::default()
+    };
+    let (written, _) = write_with(dest.as_deref(), &settings, |out| {
         let written = if a.raw {
             let mut n = 0;
             for name in &names {

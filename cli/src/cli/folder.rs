@@ -2,8 +2,10 @@
 //! shards included, coded in parallel; with `-o OUTDIR` the folder is mirrored and every other
 //! file (configs, tokenizer, `model.safetensors.index.json`) copied as it is.
 
+use super::output::Settings;
+use super::text::printable;
 use super::{
-    decode_one, encode_one, is_stdio, mb_per_s, note, progress_bar, write_with, DecodeArgs,
+    decode_one, encode_one, is_stdio, mb_per_s, memory, note, progress_bar, write_with, DecodeArgs,
     EncodeArgs, OutputArgs,
 };
 use anyhow::{anyhow, bail, Context, Result};
@@ -12,13 +14,50 @@ use std::fs::{self, File};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex};
 use std::time::Instant;
 
 /// Files coded at once. Each already spreads its blocks over every core; a second file in
-/// flight hides the start-up and tail of the first (small shards, configs). Memory grows with
-/// it, so it stays small.
+/// flight hides the start-up and tail of the first (small shards, configs). They share the
+/// memory budget, so it stays small.
 const FILES_IN_FLIGHT: usize = 2;
+
+/// The memory budget, shared by the files in flight.
+struct Memory {
+    free: Mutex<u64>,
+    freed: Condvar,
+    total: u64,
+}
+
+impl Memory {
+    fn new(total: u64) -> Memory {
+        Memory {
+            free: Mutex::new(total),
+            freed: Condvar::new(),
+            total,
+        }
+    }
+
+    /// Takes the memory for a file whose blocks need `needed` bytes: an equal share of the
+    /// budget, or all of it when one block needs more (the file then runs alone). Waits until
+    /// that much is free.
+    fn take(&self, needed: u64) -> u64 {
+        let want = needed
+            .max(self.total / FILES_IN_FLIGHT as u64)
+            .min(self.total);
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        while *free < want {
+            free = self.freed.wait(free).unwrap_or_else(|e| e.into_inner());
+        }
+        *free -= want;
+        want
+    }
+
+    fn give(&self, n: u64) {
+        *self.free.lock().unwrap_or_else(|e| e.into_inner()) += n;
+        self.freed.notify_all();
+    }
+}
 
 /// Whether `path` names a directory to process as a folder.
 pub fn is_dir(path: &Path) -> bool {
@@ -116,17 +155,22 @@ fn plan(
     if !jobs.iter().any(|j| j.code) {
         bail!("{}: nothing to do (no matching files)", root.display());
     }
+    super::collide::check(jobs.iter().map(|j| (j.src.as_path(), j.dest.as_path())))?;
     Ok(jobs)
 }
 
 /// Runs `jobs`, largest first, `FILES_IN_FLIGHT` at a time, with one progress bar over all
-/// of them; `code` codes one file given a progress callback (bytes of that file so far).
+/// of them, sharing `memory` bytes; `block_size` tells the block size of a file to code, and
+/// `code` codes it given its memory and a progress callback (bytes of that file so far).
 fn run(
     jobs: &[Job],
     quiet: bool,
     force: bool,
-    code: impl Fn(&Job, &(dyn Fn(u64) + Sync)) -> Result<(u64, u64)> + Sync,
+    memory: u64,
+    block_size: impl Fn(&Job) -> u32 + Sync,
+    code: impl Fn(&Job, u64, &(dyn Fn(u64) + Sync)) -> Result<(u64, u64)> + Sync,
 ) -> Vec<Outcome> {
+    let memory = Memory::new(memory);
     let mut order: Vec<usize> = (0..jobs.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(jobs[i].len));
     let bar = progress_bar(Some(jobs.iter().map(|j| j.len).sum()), quiet);
@@ -145,11 +189,22 @@ fn run(
             bar.set_position(total + new);
         };
         let (a, b) = match job.code {
-            true => code(job, &progress)?,
+            true => {
+                let mine = memory.take(sc::memory_needed(block_size(job)));
+                let coded = code(job, mine, &progress);
+                memory.give(mine);
+                coded?
+            }
             false => {
-                let copied = write_with(Some(&job.dest), force, false, |w| {
-                    let mut f = File::open(&job.src)
-                        .with_context(|| format!("cannot open {}", job.src.display()))?;
+                let mut f = File::open(&job.src)
+                    .with_context(|| format!("cannot open {}", job.src.display()))?;
+                let meta = f.metadata()?;
+                let settings = Settings {
+                    force,
+                    like: Some(&meta),
+                    ..Settings::default()
+                };
+                let (copied, _) = write_with(Some(&job.dest), &settings, |w| {
                     io::copy(&mut f, w).with_context(|| format!("copying {}", job.src.display()))
                 })?;
                 progress(copied);
@@ -189,7 +244,7 @@ fn report(
 ) -> Result<()> {
     let width = jobs
         .iter()
-        .map(|j| j.rel.display().to_string().len())
+        .map(|j| printable(&j.rel.to_string_lossy()).len())
         .max()
         .unwrap_or(4)
         .max(5);
@@ -201,7 +256,7 @@ fn report(
     );
     let (mut total_in, mut total_out, mut coded, mut failed) = (0u64, 0u64, 0, 0);
     for (job, outcome) in jobs.iter().zip(outcomes) {
-        let rel = job.rel.display();
+        let rel = printable(&job.rel.to_string_lossy()).into_owned();
         match outcome {
             Ok((a, b, secs)) => {
                 total_in += a;
@@ -254,10 +309,17 @@ pub fn encode(a: &EncodeArgs) -> Result<()> {
         is_st.then(|| archive_name(rel))
     })?;
     let start = Instant::now();
-    let outcomes = run(&jobs, a.common.quiet, a.out.force, |job, progress| {
-        let r = encode_one(&job.src, Some(&job.dest), a, progress)?;
-        Ok((r.original_len, r.archive_len))
-    });
+    let outcomes = run(
+        &jobs,
+        a.common.quiet,
+        a.out.force,
+        memory(&a.common),
+        |_| a.block_size,
+        |job, memory, progress| {
+            let r = encode_one(&job.src, Some(&job.dest), a, memory, progress)?;
+            Ok((r.original_len, r.archive_len))
+        },
+    );
     report(root, &jobs, &outcomes, a.mode.name(), a.common.quiet, start)
 }
 
@@ -267,9 +329,25 @@ pub fn decode(a: &DecodeArgs) -> Result<()> {
     let root = &a.input;
     let jobs = plan(root, &a.out, original_name)?;
     let start = Instant::now();
-    let outcomes = run(&jobs, a.common.quiet, a.out.force, |job, progress| {
-        let r = decode_one(&job.src, Some(&job.dest), a, progress)?;
-        Ok((r.archive_len, r.original_len))
-    });
+    let outcomes = run(
+        &jobs,
+        a.common.quiet,
+        a.out.force,
+        memory(&a.common),
+        |job| archive_block_size(&job.src),
+        |job, memory, progress| {
+            let r = decode_one(&job.src, Some(&job.dest), a, memory, progress)?;
+            Ok((r.archive_len, r.original_len))
+        },
+    );
     report(root, &jobs, &outcomes, "decoded", a.common.quiet, start)
+}
+
+/// The block size an archive records (the largest there is, when it cannot be read: decoding
+/// it then fails on its own).
+fn archive_block_size(path: &Path) -> u32 {
+    File::open(path)
+        .ok()
+        .and_then(|f| sc::Archive::open(f).ok())
+        .map_or(sc::MAX_BLOCK_SIZE, |a| a.block_size())
 }

@@ -1,19 +1,24 @@
 //! The `sc` command line: argument parsing and the thin glue between files and the library.
 
 mod access;
+mod collide;
 mod folder;
 mod lab;
 mod output;
+mod process;
+mod remove;
+mod resources;
+mod text;
 mod verify;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use md5::{Digest, Md5};
-use output::Output;
+use output::{FileId, Output, Settings};
 use sc::{DecodeOptions, EncodeOptions, Kind, Mode};
 use std::fmt::Write as _;
-use std::fs::File;
+use std::fs::{File, Metadata};
 use std::io::{self, BufReader, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -74,9 +79,13 @@ pub fn parse() -> Cli {
 
 #[derive(Args, Debug)]
 struct Common {
-    /// Worker threads (0 = all cores)
+    /// Worker threads (0 = all cores; more than the cores are capped)
     #[arg(short = 'T', long, default_value_t = 0)]
     threads: usize,
+    /// Memory for the blocks in flight, with K/M/G suffix (default 256M): fewer blocks are
+    /// coded at once as blocks grow
+    #[arg(long, value_name = "SIZE", value_parser = resources::parse_bytes)]
+    memory: Option<u64>,
     /// No progress bar and no summary line
     #[arg(short, long)]
     quiet: bool,
@@ -93,6 +102,19 @@ struct OutputArgs {
     /// Overwrite an existing output file
     #[arg(short, long)]
     force: bool,
+}
+
+impl OutputArgs {
+    /// How to write an output made from the input `meta` describes (none: stdin), which it
+    /// takes its mode and times from; `rm`: synced, since the input goes.
+    fn settings<'a>(&self, binary: bool, meta: Option<&'a Metadata>, rm: bool) -> Settings<'a> {
+        Settings {
+            force: self.force,
+            binary,
+            like: meta.filter(|m| m.is_file()),
+            durable: rm,
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -155,21 +177,10 @@ struct InfoArgs {
     input: PathBuf,
 }
 
-/// Parses `4096`, `12K`, `1M`, `1MiB`, `64m`.
+/// Parses a block size: `4096`, `12K`, `1M`, `1MiB`, `64m`.
 fn parse_size(s: &str) -> std::result::Result<u32, String> {
-    let t = s.trim();
-    let lower = t.to_ascii_lowercase();
-    let (num, mult) = match lower.trim_end_matches("ib").trim_end_matches('b') {
-        x if x.ends_with('k') => (&x[..x.len() - 1], 1u64 << 10),
-        x if x.ends_with('m') => (&x[..x.len() - 1], 1u64 << 20),
-        x => (x, 1),
-    };
-    let n: u64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("'{s}' is not a size (examples: 4096, 64K, 1M)"))?;
-    let bytes = n.checked_mul(mult).filter(|&b| b <= u32::MAX as u64);
-    let bytes = bytes.ok_or_else(|| format!("'{s}' is too large"))? as u32;
+    let bytes = resources::parse_bytes(s)?;
+    let bytes = u32::try_from(bytes).map_err(|_| format!("'{s}' is too large"))?;
     EncodeOptions::check_block_size(bytes).map_err(|e| match e {
         sc::Error::InvalidArgument(m) => m,
         e => e.to_string(),
@@ -186,11 +197,11 @@ pub(crate) fn mode_parser() -> impl clap::builder::TypedValueParser<Value = Mode
 
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> Result<()> {
-    output::install_interrupt_cleanup();
+    process::setup();
     match cli.command {
-        Command::Encode(a) => with_threads(a.common.threads, || encode(&a)),
-        Command::Decode(a) => with_threads(a.common.threads, || decode(&a)),
-        Command::Verify(a) => with_threads(a.common.threads, || verify(&a)),
+        Command::Encode(a) => with_threads(&a.common, || encode(&a)),
+        Command::Decode(a) => with_threads(&a.common, || decode(&a)),
+        Command::Verify(a) => with_threads(&a.common, || verify(&a)),
         Command::Info(a) => info(&a),
         Command::List(a) => access::list(&a),
         Command::Extract(a) => access::extract(&a),
@@ -202,9 +213,10 @@ pub fn run(cli: Cli) -> Result<()> {
     }
 }
 
-fn with_threads<T: Send>(threads: usize, f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
+/// Runs `f` on a pool of `-T` worker threads, at most one per core.
+fn with_threads<T: Send>(common: &Common, f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
+        .num_threads(resources::threads(common.threads, common.quiet))
         .build()
         .context("cannot start worker threads")?;
     pool.install(f)
@@ -219,20 +231,23 @@ fn is_stdio(p: &Path) -> bool {
 /// kernel and the pipeline's own buffers, never copied through these.
 pub(crate) const IO_BUFFER: usize = 64 << 10;
 
-/// Opens an input; returns the reader and its length when it is a regular file.
-fn open_input(path: &Path) -> Result<(Box<dyn Read + Send>, Option<u64>)> {
+/// Opens an input; returns the reader and, for a file, its metadata.
+fn open_input(path: &Path) -> Result<(Box<dyn Read + Send>, Option<Metadata>)> {
     if is_stdio(path) {
+        if process::stdin_closed() {
+            bail!("standard input is closed");
+        }
         return Ok((
             Box::new(BufReader::with_capacity(IO_BUFFER, io::stdin())),
             None,
         ));
     }
-    let (f, len) = open_file(path)?;
-    Ok((Box::new(BufReader::with_capacity(IO_BUFFER, f)), len))
+    let (f, meta) = open_file(path)?;
+    Ok((Box::new(BufReader::with_capacity(IO_BUFFER, f)), Some(meta)))
 }
 
-/// Opens a file that is not a directory; its length when it is a regular file.
-fn open_file(path: &Path) -> Result<(File, Option<u64>)> {
+/// Opens a file that is not a directory, with its metadata.
+fn open_file(path: &Path) -> Result<(File, Metadata)> {
     let f = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     let meta = f
         .metadata()
@@ -240,13 +255,18 @@ fn open_file(path: &Path) -> Result<(File, Option<u64>)> {
     if meta.is_dir() {
         bail!("{} is a directory", path.display());
     }
-    Ok((f, meta.is_file().then_some(meta.len())))
+    Ok((f, meta))
+}
+
+/// The length of a regular file's metadata.
+fn regular_len(meta: Option<&Metadata>) -> Option<u64> {
+    meta.filter(|m| m.is_file()).map(Metadata::len)
 }
 
 /// An archive to decode: a named file (which the library reads through memory maps when it is
 /// a regular one), or standard input.
 enum ArchiveInput {
-    File(File, Option<u64>),
+    File(File, Metadata),
     Stream(Box<dyn Read + Send>),
 }
 
@@ -256,28 +276,35 @@ impl ArchiveInput {
             let (reader, _) = open_input(path)?;
             return Ok(ArchiveInput::Stream(reader));
         }
-        let (f, len) = open_file(path)?;
-        Ok(ArchiveInput::File(f, len))
+        let (f, meta) = open_file(path)?;
+        Ok(ArchiveInput::File(f, meta))
+    }
+
+    /// The archive file's metadata (none for stdin).
+    fn meta(&self) -> Option<&Metadata> {
+        match self {
+            ArchiveInput::File(_, meta) => Some(meta),
+            ArchiveInput::Stream(_) => None,
+        }
     }
 
     /// Length of the archive, when it is known.
     fn len(&self) -> Option<u64> {
-        match self {
-            ArchiveInput::File(_, len) => *len,
-            ArchiveInput::Stream(_) => None,
-        }
+        regular_len(self.meta())
     }
 
     fn decode<W: Write + Send>(
         self,
         out: W,
         check_md5: bool,
+        memory: u64,
         progress: &(dyn Fn(u64) + Sync),
     ) -> sc::Result<sc::DecodeReport> {
         let opts = DecodeOptions {
             check_md5,
             archive_len: self.len(),
             progress: Some(progress),
+            memory,
             ..Default::default()
         };
         match self {
@@ -285,6 +312,11 @@ impl ArchiveInput {
             ArchiveInput::Stream(r) => sc::decode(r, out, &opts),
         }
     }
+}
+
+/// The memory budget `--memory` sets.
+fn memory(common: &Common) -> u64 {
+    common.memory.unwrap_or(sc::DEFAULT_MEMORY)
 }
 
 /// Chooses the destination: `None` means stdout.
@@ -344,18 +376,15 @@ fn mb_per_s(bytes: u64, start: Instant) -> f64 {
 }
 
 /// Runs `job` writing to `dest`; commits on success and removes the temporary file otherwise.
+/// Returns the job's result and the identity of the file renamed into place, if one was.
 fn write_with<T>(
     dest: Option<&Path>,
-    force: bool,
-    binary: bool,
+    settings: &Settings,
     job: impl FnOnce(&mut Output) -> Result<T>,
-) -> Result<T> {
-    let mut out = Output::open(dest, force, binary)?;
+) -> Result<(T, Option<FileId>)> {
+    let mut out = Output::open(dest, settings)?;
     match job(&mut out) {
-        Ok(v) => {
-            out.commit()?;
-            Ok(v)
-        }
+        Ok(v) => Ok((v, out.commit()?)),
         Err(e) => {
             out.abandon();
             Err(e)
@@ -371,7 +400,9 @@ fn encode(a: &EncodeArgs) -> Result<()> {
     let len = input_len(&a.input);
     let bar = progress_bar(len, a.common.quiet);
     let start = Instant::now();
-    let report = encode_one(&a.input, dest.as_deref(), a, &|n| bar.set_position(n))?;
+    let report = encode_one(&a.input, dest.as_deref(), a, memory(&a.common), &|n| {
+        bar.set_position(n)
+    })?;
     bar.finish_and_clear();
     if !a.common.quiet {
         let pct = 100.0 * report.archive_len as f64 / report.original_len.max(1) as f64;
@@ -403,52 +434,45 @@ fn input_len(path: &Path) -> Option<u64> {
     }
 }
 
-/// Encodes `input` into `dest` (`None`: stdout) with `a`'s settings, then handles `--rm`.
+/// Encodes `input` into `dest` (`None`: stdout) with `a`'s settings and `memory` bytes for
+/// blocks, then handles `--rm`.
 fn encode_one(
     input: &Path,
     dest: Option<&Path>,
     a: &EncodeArgs,
+    memory: u64,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<sc::EncodeReport> {
     if a.rm {
-        check_rm(input, dest)?;
+        remove::check(input, dest)?;
     }
-    let (reader, len) = open_input(input)?;
+    let (reader, meta) = open_input(input)?;
     let opts = EncodeOptions {
         block_size: a.block_size,
         md5: a.rm || a.md5 || (!a.no_md5 && EncodeOptions::new(a.mode).md5),
-        input_len: len,
+        input_len: regular_len(meta.as_ref()),
         progress: Some(progress),
+        memory,
         ..EncodeOptions::new(a.mode)
     };
-    let report = write_with(dest, a.out.force, true, |out| {
+    let settings = a.out.settings(true, meta.as_ref(), a.rm);
+    let (report, written) = write_with(dest, &settings, |out| {
         sc::encode(reader, out, &opts).with_context(|| format!("encoding {}", name(input)))
     })?;
     if a.rm {
-        // Decode the archive as written and compare with the MD5 of what was read.
-        let dest = dest.unwrap_or(Path::new("-"));
-        let back = ArchiveInput::open(dest)?
-            .decode(io::sink(), true, &|_| {})
-            .with_context(|| format!("verifying {} before --rm", dest.display()))?;
-        remove_input(input, back.md5.is_some() && back.md5 == report.md5)?;
+        let (dest, id, meta) = remove::written(input, dest, written, meta.as_ref())?;
+        // Decode the archive as it lies on disk and compare with the MD5 of what was read.
+        let verifying = || format!("verifying {} before --rm", dest.display());
+        let f = remove::reopen(dest, id).with_context(verifying)?;
+        let m = f.metadata().with_context(verifying)?;
+        let back = ArchiveInput::File(f, m)
+            .decode(io::sink(), true, memory, &|_| {})
+            .with_context(verifying)?;
+        let verified = back.md5.is_some() && back.md5 == report.md5;
+        let read = remove::Snapshot::of(meta);
+        remove::remove_input(input, read, report.original_len, dest, id, verified)?;
     }
     Ok(report)
-}
-
-/// `--rm`: deletes `input` once its output was verified; refuses otherwise.
-fn remove_input(input: &Path, verified: bool) -> Result<()> {
-    if !verified {
-        bail!("output does not verify; keeping {}", input.display());
-    }
-    std::fs::remove_file(input).with_context(|| format!("cannot remove {}", input.display()))
-}
-
-/// `--rm` needs a real input to delete and a real output to read back.
-fn check_rm(input: &Path, dest: Option<&Path>) -> Result<()> {
-    if is_stdio(input) || dest.is_none() {
-        bail!("--rm needs a file input and a file output (not stdin or stdout)");
-    }
-    Ok(())
 }
 
 fn decode(a: &DecodeArgs) -> Result<()> {
@@ -464,46 +488,66 @@ fn decode(a: &DecodeArgs) -> Result<()> {
     })?;
     let bar = progress_bar(input_len(&a.input), a.common.quiet);
     let start = Instant::now();
-    let report = decode_one(&a.input, dest.as_deref(), a, &|n| bar.set_position(n))?;
+    let report = decode_one(&a.input, dest.as_deref(), a, memory(&a.common), &|n| {
+        bar.set_position(n)
+    })?;
     bar.finish_and_clear();
     if !a.common.quiet {
+        let md5 = match (report.stored_md5, report.md5) {
+            (Some(_), Some(_)) => ", MD5 OK".to_string(),
+            (None, Some(m)) => format!(", MD5 {} (not recorded in the archive)", hex(&m)),
+            (_, None) => String::new(),
+        };
         note(format_args!(
-            "{}: {} -> {} bytes, {:.0} MB/s{}",
+            "{}: {} -> {} bytes, {:.0} MB/s{md5}",
             name(&a.input),
             report.archive_len,
             report.original_len,
             mb_per_s(report.original_len, start),
-            if a.md5 || a.rm { ", MD5 OK" } else { "" }
         ));
     }
     Ok(())
 }
 
-/// Decodes `input` into `dest` (`None`: stdout) with `a`'s settings, then handles `--rm`.
+/// Decodes `input` into `dest` (`None`: stdout) with `a`'s settings and `memory` bytes for
+/// blocks, then handles `--rm`.
 fn decode_one(
     input: &Path,
     dest: Option<&Path>,
     a: &DecodeArgs,
+    memory: u64,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<sc::DecodeReport> {
     if a.rm {
-        check_rm(input, dest)?;
+        remove::check(input, dest)?;
     }
     let archive = ArchiveInput::open(input)?;
-    let report = write_with(dest, a.out.force, false, |out| {
+    let meta = archive.meta().cloned();
+    let settings = a.out.settings(false, meta.as_ref(), a.rm);
+    let (report, written) = write_with(dest, &settings, |out| {
         archive
-            .decode(out, a.md5 || a.rm, progress)
+            .decode(out, a.md5 || a.rm, memory, progress)
             .with_context(|| format!("decoding {}", name(input)))
     })?;
-    if let (true, Some(dest)) = (a.rm, dest) {
-        // The MD5 was checked on the way out; check the file that landed as well.
-        remove_input(input, Some(md5_of_file(dest)?) == report.md5)?;
+    if a.rm {
+        let (dest, id, meta) = remove::written(input, dest, written, meta.as_ref())?;
+        // The MD5 was computed on the way out (and checked if recorded); check the file on
+        // disk against it as well.
+        let f = remove::reopen(dest, id)?;
+        let verified = Some(md5_of(f, dest)?) == report.md5;
+        let read = remove::Snapshot::of(meta);
+        remove::remove_input(input, read, report.archive_len, dest, id, verified)?;
     }
     Ok(report)
 }
 
 fn md5_of_file(path: &Path) -> Result<[u8; 16]> {
-    let (mut input, _) = open_input(path)?;
+    let (input, _) = open_input(path)?;
+    md5_of(input, path)
+}
+
+/// The MD5 of everything `input` (the file `path`) holds.
+fn md5_of(mut input: impl Read, path: &Path) -> Result<[u8; 16]> {
     let mut d = Md5::new();
     let mut buf = vec![0u8; 1 << 20];
     loop {
@@ -524,23 +568,23 @@ fn verify(a: &VerifyArgs) -> Result<()> {
         [archive, original] if file(archive) && file(original) && !verify::is_archive(original) => {
             verify_one(archive, Some(original), &a.common)
         }
-        paths => verify::many(paths, a.common.quiet),
+        paths => verify::many(paths, &a.common),
     }
 }
 
 /// Decodes the archive `input` without writing it, checking every block and computing the MD5
 /// (compared with the recorded one, if any).
-fn check_archive(input: &Path, quiet: bool) -> Result<sc::DecodeReport> {
+fn check_archive(input: &Path, common: &Common) -> Result<sc::DecodeReport> {
     let archive = ArchiveInput::open(input)?;
-    let bar = progress_bar(archive.len(), quiet);
-    let report = archive.decode(io::sink(), true, &|n| bar.set_position(n));
+    let bar = progress_bar(archive.len(), common.quiet);
+    let report = archive.decode(io::sink(), true, memory(common), &|n| bar.set_position(n));
     bar.finish_and_clear();
     Ok(report?)
 }
 
 fn verify_one(input: &Path, original: Option<&Path>, common: &Common) -> Result<()> {
     let (report, orig_md5) = rayon::join(
-        || check_archive(input, common.quiet).with_context(|| format!("verifying {}", name(input))),
+        || check_archive(input, common).with_context(|| format!("verifying {}", name(input))),
         || original.map(md5_of_file).transpose(),
     );
     let report = report?;
@@ -607,21 +651,36 @@ fn info(a: &InfoArgs) -> Result<()> {
     if let Some(tensors) = &info.tensors {
         writeln!(t, "tensors:     {}", tensors.len())?;
         for (dtype, bytes) in info.dtype_bytes() {
-            writeln!(t, "  {dtype:<9} {bytes} bytes")?;
+            writeln!(t, "  {:<9} {bytes} bytes", text::printable(&dtype))?;
         }
     }
-    if let Some(json) = info.header_json() {
-        writeln!(t, "header:      {}", json.trim_end())?;
-    }
-    print_stdout(&t)
+    // The kept header is written as it is read, escaped, however large it is.
+    write_stdout(|w| {
+        w.write_all(t.as_bytes())?;
+        if let Some(json) = info.header_json() {
+            w.write_all(b"header:      ")?;
+            text::write_printable(w, json.trim_end())?;
+            w.write_all(b"\n")?;
+        }
+        Ok(())
+    })
 }
 
-/// Writes a command's result to stdout; a closed or full stdout is an error, not a panic.
-fn print_stdout(text: &str) -> Result<()> {
-    let mut out = io::stdout().lock();
-    out.write_all(text.as_bytes())
+/// Writes a command's result to stdout through `write`; a closed or full stdout is an error,
+/// not a panic.
+fn write_stdout(write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
+    if process::stdout_closed() {
+        bail!("standard output is closed");
+    }
+    let mut out = io::BufWriter::with_capacity(IO_BUFFER, io::stdout().lock());
+    write(&mut out)
         .and_then(|()| out.flush())
         .context("writing to stdout")
+}
+
+/// Writes a command's result to stdout.
+fn print_stdout(text: &str) -> Result<()> {
+    write_stdout(|w| w.write_all(text.as_bytes()))
 }
 
 /// Lower-case hex of a digest, as `md5sum` prints it.

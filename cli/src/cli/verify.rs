@@ -1,7 +1,8 @@
 //! `sc verify` over many archives: one line per archive and a total, the MD5 verification run
 //! over a whole collection.
 
-use super::{check_archive, hex, print_stdout};
+use super::text::printable;
+use super::{check_archive, hex, print_stdout, Common};
 use anyhow::{bail, Context, Result};
 use std::fs::File;
 use std::io::Read;
@@ -57,7 +58,8 @@ pub fn md5_text(r: &sc::DecodeReport) -> String {
 }
 
 /// Verifies every archive in `paths`; fails at the end if any did not verify.
-pub fn many(paths: &[PathBuf], quiet: bool) -> Result<()> {
+pub fn many(paths: &[PathBuf], common: &Common) -> Result<()> {
+    let quiet = common.quiet;
     let files = collect(paths)?;
     if files.is_empty() {
         bail!("no .sc archives found");
@@ -65,13 +67,14 @@ pub fn many(paths: &[PathBuf], quiet: bool) -> Result<()> {
     let start = Instant::now();
     let (mut failed, mut bytes) = (0usize, 0u64);
     for f in &files {
-        match check_archive(f, quiet) {
+        // Names found in directories are printed escaped, like any text from a file.
+        let shown = printable(&f.to_string_lossy()).into_owned();
+        match check_archive(f, common) {
             Ok(r) => {
                 bytes += r.original_len;
                 if !quiet {
                     print_stdout(&format!(
-                        "{}: OK, {} bytes, md5 {}\n",
-                        f.display(),
+                        "{shown}: OK, {} bytes, md5 {}\n",
                         r.original_len,
                         md5_text(&r)
                     ))?;
@@ -79,7 +82,7 @@ pub fn many(paths: &[PathBuf], quiet: bool) -> Result<()> {
             }
             Err(e) => {
                 failed += 1;
-                print_stdout(&format!("{}: FAILED: {e:#}\n", f.display()))?;
+                print_stdout(&format!("{shown}: FAILED: {e:#}\n"))?;
             }
         }
     }

@@ -3,6 +3,7 @@
 use super::analysis::{Analysis, Counts, DtypeAnalysis};
 use super::plot::{self, Axis, Mark, Panel};
 use super::table::Table;
+use crate::cli::text::printable;
 use anyhow::{Context, Result};
 use clap::Args;
 use std::fmt::Write as _;
@@ -51,12 +52,21 @@ pub fn run(a: &AnalyzeArgs) -> Result<()> {
     if let Some(dir) = &a.plot {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         writeln!(t, "\nHistograms:")?;
+        let mut unknown = 0;
         for d in &an.dtypes {
-            let path = dir.join(format!("{}.{}.svg", stem(&a.input), d.dtype));
+            // File names come from known dtypes only: the header's text never makes a path.
+            let kind = match sc::Dtype::parse(&d.dtype) {
+                Some(dt) => dt.name().to_string(),
+                None => {
+                    unknown += 1;
+                    format!("unknown-dtype-{unknown}")
+                }
+            };
+            let path = dir.join(format!("{}.{kind}.svg", stem(&a.input)));
             let title = format!(
                 "{}: {} ({} elements in {} tensor{})",
                 stem(&a.input),
-                d.dtype,
+                printable(&d.dtype),
                 d.counts.elements,
                 d.tensors,
                 if d.tensors == 1 { "" } else { "s" }
@@ -141,7 +151,7 @@ fn report(path: &Path, an: &Analysis, top: usize) -> Result<String> {
         for (i, (name, bits, h)) in rows.into_iter().enumerate() {
             let first = |s: String| if i == 0 { s } else { String::new() };
             planes.row(vec![
-                d.dtype.clone(),
+                printable(&d.dtype).into_owned(),
                 first(d.tensors.to_string()),
                 first(d.counts.elements.to_string()),
                 first(f2(pct(d.bytes))),
@@ -169,7 +179,7 @@ fn report(path: &Path, an: &Analysis, top: usize) -> Result<String> {
         let stored = std::iter::once(("stored as is", raw));
         for (name, bits) in stored.chain(d.bounds().iter().map(|b| (b.name, b.bits))) {
             bounds.row(vec![
-                d.dtype.clone(),
+                printable(&d.dtype).into_owned(),
                 name.into(),
                 f4(bits),
                 f2(100.0 * bits / raw),
@@ -207,8 +217,8 @@ fn report(path: &Path, an: &Analysis, top: usize) -> Result<String> {
         let raw = 8.0 * ts.bytes as f64 / ts.elements.max(1) as f64;
         let shape: Vec<String> = ts.shape.iter().map(|d| d.to_string()).collect();
         tensors.row(vec![
-            ts.name.clone(),
-            ts.dtype.clone(),
+            printable(&ts.name).into_owned(),
+            printable(&ts.dtype).into_owned(),
             format!("[{}]", shape.join(", ")),
             f2(ts.bytes as f64 / 1e6),
             f4(e.planes[0]),

@@ -21,7 +21,7 @@ pub struct ModelsArgs {
 
 /// Runs `sc models`.
 pub fn run(a: &ModelsArgs) -> Result<()> {
-    with_threads(a.common.threads, || measure(a))
+    with_threads(&a.common, || measure(a))
 }
 
 fn measure(a: &ModelsArgs) -> Result<()> {

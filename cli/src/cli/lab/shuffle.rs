@@ -27,7 +27,12 @@ pub struct ShuffleArgs {
 pub fn run(a: &ShuffleArgs) -> Result<()> {
     let dest = a.output.as_deref().filter(|o| !crate::cli::is_stdio(o));
     let what = crate::cli::name(&a.input);
-    crate::cli::write_with(dest, a.force, true, |out| {
+    let settings = crate::cli::output::Settings {
+        force: a.force,
+        binary: true,
+        ..Default::default()
+    };
+    crate::cli::write_with(dest, &settings, |out| {
         if a.undo {
             let (mut input, _) = crate::cli::open_input(&a.input)?;
             sc::lab::shuffle::unshuffle(&mut input, out)
@@ -41,4 +46,5 @@ pub fn run(a: &ShuffleArgs) -> Result<()> {
         }
         Ok(())
     })
+    .map(drop)
 }

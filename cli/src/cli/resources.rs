@@ -1,0 +1,51 @@
+//! What a run may use: worker threads (at most one per core) and memory for blocks in flight.
+
+use super::note;
+
+/// Parses a size: bytes, or with a K, M or G suffix (binary: `256M` is 256 MiB).
+pub fn parse_bytes(s: &str) -> std::result::Result<u64, String> {
+    let lower = s.trim().to_ascii_lowercase();
+    let t = lower.trim_end_matches("ib").trim_end_matches('b');
+    let (num, shift) = match t.char_indices().last() {
+        Some((at, 'k')) => (&t[..at], 10),
+        Some((at, 'm')) => (&t[..at], 20),
+        Some((at, 'g')) => (&t[..at], 30),
+        _ => (t, 0),
+    };
+    let n: u64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a size (examples: 4096, 64K, 256M, 2G)"))?;
+    n.checked_mul(1 << shift)
+        .ok_or_else(|| format!("'{s}' is too large"))
+}
+
+/// The worker threads for `-T requested`: all cores for 0, and never more than the cores (a
+/// note says so unless `quiet`): more threads than cores only add memory and switching.
+pub fn threads(requested: usize, quiet: bool) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    if requested > cores && !quiet {
+        note(format_args!(
+            "sc: note: -T {requested} is more than the {cores} cores here; using {cores}"
+        ));
+    }
+    match requested {
+        0 => cores,
+        n => n.min(cores),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(parse_bytes("256M"), Ok(256 << 20));
+        assert_eq!(parse_bytes("2g"), Ok(2 << 30));
+        assert_eq!(parse_bytes("64KiB"), Ok(64 << 10));
+        assert_eq!(parse_bytes("1000"), Ok(1000));
+        assert!(parse_bytes("lots").is_err());
+        assert!(parse_bytes("99999999999G").is_err());
+    }
+}
