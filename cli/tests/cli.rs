@@ -436,16 +436,47 @@ fn info_shows_mode_block_size_dtypes_and_header() {
         "F32",
         "I64",
         "F16",
-        "header:",
+        "largest:",
+        "embeddings.word_embeddings.weight BF16 [2048, 384] 1572864 bytes",
+        "metadata:    format, source",
         &format!("md5 {}", md5_hex(&sample())),
     ] {
         assert!(out.contains(want), "info lacks {want:?}:\n{out}");
     }
-    // The kept header JSON, verbatim.
+    // The kept header only with --header: pretty-printed, the same JSON in the same order.
+    assert!(!out.contains("header:"), "{out}");
     let s = sample();
     let n = u64::from_le_bytes(s[..8].try_into().unwrap()) as usize;
     let json = std::str::from_utf8(&s[8..8 + n]).unwrap().trim_end();
-    assert!(out.contains(json), "info lacks the header JSON:\n{out}");
+    let run = sc(d, &["info", "--header", "model.safetensors.sc"]);
+    let with = run.ok().stdout_text();
+    assert!(with.starts_with(&out), "{with}");
+    let printed = with[out.len()..]
+        .strip_prefix("header:\n")
+        .expect("a header: line");
+    assert!(
+        printed.lines().count() > 20,
+        "not pretty-printed:\n{printed}"
+    );
+    let value = |j: &str| serde_json::from_str::<serde_json::Value>(j).unwrap();
+    assert_eq!(value(printed), value(json));
+    let keys = |j: &str| -> Vec<usize> {
+        let names = [
+            "embeddings.position_ids",
+            "__metadata__",
+            "f16.embedding.weight",
+        ];
+        names
+            .iter()
+            .map(|k| j.find(&format!("\"{k}\"")).unwrap())
+            .collect()
+    };
+    let order = |v: Vec<usize>| {
+        (0..v.len())
+            .map(|k| v.iter().filter(|&&x| x < v[k]).count())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(order(keys(printed)), order(keys(json)), "key order");
     // The dtype lines carry the byte counts of the sample's tensors.
     for (dtype, bytes) in [("I64", 4096), ("F16", 1048576), ("F32", 591360)] {
         let line = out.lines().find(|l| l.trim_start().starts_with(dtype));

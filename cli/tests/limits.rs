@@ -99,7 +99,7 @@ fn encoding_huge_blocks_stays_within_the_budget() {
     }
 }
 
-/// `-T` above the core count is capped, with a note.
+/// `-T` above the core count is capped, with a note under `-v`.
 #[test]
 fn threads_above_the_cores_are_capped_with_a_note() {
     let dir = tempfile::tempdir().unwrap();
@@ -107,10 +107,13 @@ fn threads_above_the_cores_are_capped_with_a_note() {
     std::fs::write(d.join("x"), b"some bytes").unwrap();
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     let many = (4 * cores).to_string();
-    let m = measure(d, &["encode", "-T", &many, "x"]);
-    assert_eq!(m.code, Some(0), "{}", m.stderr);
     let note = format!("-T {many} is more than the {cores} cores here; using {cores}");
+    let m = measure(d, &["encode", "-v", "-T", &many, "x"]);
+    assert_eq!(m.code, Some(0), "{}", m.stderr);
     assert!(m.stderr.contains(&note), "{}", m.stderr);
+    let m = measure(d, &["encode", "-f", "-T", &many, "x"]);
+    assert_eq!(m.code, Some(0), "{}", m.stderr);
+    assert!(!m.stderr.contains("cores here"), "{}", m.stderr);
 }
 
 /// A safetensors header of 200 000 tensors (about 13 MB of JSON): `encode`, `info`, `list` and

@@ -3,11 +3,13 @@
 use super::output::Settings;
 use super::text::printable;
 use super::{
-    destination, is_stdio, note, with_threads, write_stdout, write_with, Common, OutputArgs,
+    destination, is_stdio, json, note, with_threads, write_stdout, write_with, Common, OutputArgs,
 };
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use sc::{Archive, Kind};
+use sc::{Archive, Kind, StoredBytes};
+use serde::Serialize;
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
@@ -15,6 +17,10 @@ use std::path::{Path, PathBuf};
 pub(super) struct ListArgs {
     /// Archive of a safetensors file
     input: PathBuf,
+    /// Print one JSON document: every tensor's name, dtype, shape, offsets, original and
+    /// stored bytes, and the archive's split
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -29,11 +35,8 @@ pub(super) struct ExtractArgs {
     raw: bool,
     #[command(flatten)]
     out: OutputArgs,
-    /// Report the blocks decoded and the archive bytes read
-    #[arg(short, long)]
-    verbose: bool,
     #[command(flatten)]
-    common: Common,
+    pub(super) common: Common,
 }
 
 /// Opens `path` for random access; it must be a safetensors archive.
@@ -61,9 +64,68 @@ fn percent(part: u64, whole: u64) -> f64 {
     100.0 * part as f64 / whole.max(1) as f64
 }
 
+/// `sc list --json`.
+#[derive(Serialize)]
+struct ListDoc<'a, T> {
+    file: String,
+    archive_bytes: u64,
+    original_bytes: u64,
+    /// Tensor bytes, and the archive bytes charged to them.
+    tensor_bytes: u64,
+    stored_bytes: u64,
+    between_tensors_bytes: u64,
+    container_bytes: u64,
+    metadata: Option<&'a BTreeMap<String, String>>,
+    tensors: T,
+}
+
+/// One tensor of `sc list --json`.
+#[derive(Serialize)]
+struct TensorDoc<'a> {
+    name: &'a str,
+    dtype: &'a str,
+    shape: &'a [u64],
+    /// `data_offsets`: relative to the end of the header.
+    offsets: [u64; 2],
+    original_bytes: u64,
+    stored_bytes: u64,
+}
+
+/// Writes `archive`'s tensors as one JSON document, each tensor serialized as it is written.
+fn list_json(path: &Path, archive: &Archive<File>, sizes: &StoredBytes) -> Result<()> {
+    let tensors = archive.tensors();
+    let doc = ListDoc {
+        file: path.to_string_lossy().into_owned(),
+        archive_bytes: archive.archive_len(),
+        original_bytes: archive.original_len(),
+        tensor_bytes: tensors.iter().map(|t| t.len()).sum(),
+        stored_bytes: sizes.per_tensor.iter().sum(),
+        between_tensors_bytes: sizes.between_tensors,
+        container_bytes: sizes.container,
+        metadata: archive.metadata(),
+        tensors: json::Lazy(|| {
+            tensors
+                .iter()
+                .zip(&sizes.per_tensor)
+                .map(|(t, &stored)| TensorDoc {
+                    name: &t.name,
+                    dtype: &t.dtype_name,
+                    shape: &t.shape,
+                    offsets: [t.begin, t.end],
+                    original_bytes: t.len(),
+                    stored_bytes: stored,
+                })
+        }),
+    };
+    write_stdout(|w| json::write_document(w, &doc))
+}
+
 pub(super) fn list(a: &ListArgs) -> Result<()> {
     let archive = open(&a.input)?;
     let sizes = archive.stored_bytes();
+    if a.json {
+        return list_json(&a.input, &archive, &sizes);
+    }
     let tensors = archive.tensors();
     // Rows are made twice, to measure the columns and to print them, so that a header of a
     // million tensors never becomes a million rows of strings at once.
@@ -213,7 +275,7 @@ fn extract_on_pool(a: &ExtractArgs) -> Result<()> {
     })
     .with_context(|| format!("extracting from {}", a.input.display()))?;
     let s = archive.stats();
-    if a.verbose {
+    if a.common.talk.verbose() {
         note(format_args!(
             "{}: decoded {} of {} blocks: {} archive bytes read for them, {} bytes decoded; {} archive bytes read in all",
             a.input.display(),
@@ -224,7 +286,7 @@ fn extract_on_pool(a: &ExtractArgs) -> Result<()> {
             s.archive_bytes_read
         ));
     }
-    if !a.common.quiet {
+    if !a.common.talk.quiet {
         note(format_args!(
             "{}: {} tensor(s), {written} bytes -> {}",
             a.input.display(),

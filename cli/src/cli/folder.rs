@@ -1,6 +1,9 @@
-//! `sc encode DIR` / `sc decode DIR`: every safetensors file (or archive) of a model folder,
-//! shards included, coded in parallel; with `-o OUTDIR` the folder is mirrored and every other
-//! file (configs, tokenizer, `model.safetensors.index.json`) copied as it is.
+//! Runs over a folder or several inputs: `sc encode DIR`, `sc decode DIR`, `sc encode A B DIR`.
+//! Every safetensors file (or archive) of a model folder, shards included, and every file named
+//! is one job of one list, coded two at a time; with `-o` a folder is mirrored and every other
+//! file (configs, tokenizer, `model.safetensors.index.json`) copied as it is. Collisions are
+//! refused before anything is written, a failed file does not stop the others, and one table
+//! at the end reports them all.
 
 use super::output::Settings;
 use super::text::printable;
@@ -76,16 +79,28 @@ pub fn original_name(path: &Path) -> Option<PathBuf> {
     (path.extension()? == "sc").then(|| path.with_extension(""))
 }
 
-/// What happens to one file of the folder.
+/// What a run does with one file.
+#[derive(Debug)]
+enum Work {
+    /// Encode or decode it.
+    Code,
+    /// Copy it as it is (a folder mirrored into an output folder).
+    Copy,
+    /// Nothing: it fails for this reason (an input whose output cannot be named).
+    Fail(String),
+}
+
+/// One file of a run.
 #[derive(Debug)]
 struct Job {
     src: PathBuf,
+    /// Where it goes (empty for a job that fails).
     dest: PathBuf,
-    /// Path below the folder, for the table.
-    rel: PathBuf,
+    /// Its name in the table: the path below the folder for a run over one folder, the path
+    /// as found otherwise.
+    shown: String,
     len: u64,
-    /// Encode or decode it (else: copy it as it is).
-    code: bool,
+    work: Work,
 }
 
 /// How one job went: bytes in and out, seconds.
@@ -118,45 +133,171 @@ fn walk(root: &Path, skip: Option<&Path>, files: &mut Vec<PathBuf>) -> Result<()
     Ok(())
 }
 
-/// Plans the jobs for folder `root`: files `coded` names get coded into the name it returns,
-/// others are copied when writing to a separate `out` folder and left alone otherwise.
-fn plan(
-    root: &Path,
+/// What a run does with an input named on the command line that is not a folder.
+pub enum Given {
+    /// Code it into this file (beside it, or in the output folder under its file name).
+    Code(PathBuf),
+    /// Leave it, with this warning (an archive given to `encode`).
+    Skip(String),
+    /// Fail it for this reason.
+    Fail(String),
+}
+
+/// How a run names its outputs: `found` names the output of a file found in a folder (`None`:
+/// copied into a mirrored folder, left alone otherwise), `given` says what becomes of a file
+/// named on the command line.
+struct Naming<F, G> {
+    found: F,
+    given: G,
+}
+
+/// The name a folder input has inside the output folder of a run over several inputs.
+fn folder_name(root: &Path) -> Result<PathBuf> {
+    let named = root.file_name().map(PathBuf::from);
+    match named.or_else(|| root.canonicalize().ok()?.file_name().map(PathBuf::from)) {
+        Some(n) => Ok(n),
+        None => bail!(
+            "{} has no name to mirror it under in the output folder",
+            root.display()
+        ),
+    }
+}
+
+/// Plans the jobs for `inputs`, files and folders: files named are coded (as `naming.given`
+/// says), and every file below a folder that `naming.found` names; other files of a folder
+/// are copied when the folder is mirrored into the `-o` folder, and left alone otherwise.
+/// With one folder, `-o` names its mirror; with several inputs, the folder every output goes
+/// in (a folder's mirror under its name). Refuses any run in which two files meet.
+fn plan<F, G>(
+    inputs: &[PathBuf],
     out: &OutputArgs,
-    coded: impl Fn(&Path) -> Option<PathBuf>,
-) -> Result<Vec<Job>> {
+    quiet: bool,
+    naming: Naming<F, G>,
+) -> Result<Vec<Job>>
+where
+    F: Fn(&Path) -> Option<PathBuf>,
+    G: Fn(&Path) -> Given,
+{
     if out.stdout || out.output.as_deref().is_some_and(is_stdio) {
-        bail!("{} is a directory: it cannot go to stdout", root.display());
+        bail!(
+            "{} is a directory: it cannot go to stdout",
+            inputs[0].display()
+        );
     }
     let target = out.output.as_deref();
-    if let Some(t) = target.filter(|t| t.exists() && !t.is_dir()) {
-        bail!("{} exists and is not a directory", t.display());
+    let several = inputs.len() > 1;
+    match target {
+        Some(t) if several && !t.is_dir() => bail!(
+            "-o {}: with several inputs, -o names the folder for all outputs, and it is not one",
+            t.display()
+        ),
+        Some(t) if t.exists() && !t.is_dir() => {
+            bail!("{} exists and is not a directory", t.display())
+        }
+        _ => {}
     }
-    let mut files = Vec::new();
-    walk(root, target, &mut files)?;
     let mut jobs = Vec::new();
-    for src in files {
-        let rel = src.strip_prefix(root).unwrap_or(&src).to_path_buf();
-        let base = target.unwrap_or(root);
-        let (dest, code) = match coded(&rel) {
-            Some(name) => (base.join(name), true),
-            None if target.is_some() => (base.join(&rel), false),
-            None => continue,
+    for input in inputs {
+        if is_dir(input) {
+            let base = match (target, several) {
+                (Some(t), true) => Some(t.join(folder_name(input)?)),
+                (t, _) => t.map(Path::to_path_buf),
+            };
+            let before = jobs.len();
+            folder_jobs(
+                input,
+                target,
+                base.as_deref(),
+                several,
+                &naming.found,
+                &mut jobs,
+            )?;
+            if !jobs[before..].iter().any(|j| matches!(j.work, Work::Code)) {
+                let why = format!("{}: nothing to do (no matching files)", input.display());
+                if !several {
+                    bail!(why);
+                }
+                jobs.truncate(before);
+                jobs.push(failed(input, why));
+            }
+            continue;
+        }
+        let dest = match (naming.given)(input) {
+            Given::Code(dest) => dest,
+            Given::Skip(warning) => {
+                if !quiet {
+                    note(format_args!("sc: warning: {warning}"));
+                }
+                continue;
+            }
+            Given::Fail(why) => {
+                jobs.push(failed(input, why));
+                continue;
+            }
         };
-        let len = fs::metadata(&src).map(|m| m.len()).unwrap_or(0);
+        let dest = match (target, dest.file_name()) {
+            (Some(t), Some(name)) => t.join(name),
+            _ => dest,
+        };
         jobs.push(Job {
-            src,
+            len: fs::metadata(input).map_or(0, |m| m.len()),
+            shown: printable(&input.to_string_lossy()).into_owned(),
+            src: input.clone(),
             dest,
-            rel,
-            len,
-            code,
+            work: Work::Code,
         });
     }
-    if !jobs.iter().any(|j| j.code) {
-        bail!("{}: nothing to do (no matching files)", root.display());
+    if jobs.is_empty() {
+        bail!("nothing to do: every input was skipped");
     }
-    super::collide::check(jobs.iter().map(|j| (j.src.as_path(), j.dest.as_path())))?;
+    let written = jobs.iter().filter(|j| !matches!(j.work, Work::Fail(_)));
+    super::collide::check(written.map(|j| (j.src.as_path(), j.dest.as_path())))?;
     Ok(jobs)
+}
+
+/// A job that fails for `why`.
+fn failed(src: &Path, why: String) -> Job {
+    Job {
+        src: src.to_path_buf(),
+        dest: PathBuf::new(),
+        shown: printable(&src.to_string_lossy()).into_owned(),
+        len: 0,
+        work: Work::Fail(why),
+    }
+}
+
+/// Adds the jobs for the files below `root`, written below `base` (or beside them) and shown
+/// by their paths below `root`, or as found when the run has `several` inputs. `target`, the
+/// `-o` folder, is not walked into.
+fn folder_jobs(
+    root: &Path,
+    target: Option<&Path>,
+    base: Option<&Path>,
+    several: bool,
+    found: impl Fn(&Path) -> Option<PathBuf>,
+    jobs: &mut Vec<Job>,
+) -> Result<()> {
+    let mut files = Vec::new();
+    walk(root, target, &mut files)?;
+    for src in files {
+        let rel = src.strip_prefix(root).unwrap_or(&src).to_path_buf();
+        let (dest, work) = match found(&rel) {
+            Some(name) => (base.unwrap_or(root).join(name), Work::Code),
+            None => match base {
+                Some(b) => (b.join(&rel), Work::Copy),
+                None => continue,
+            },
+        };
+        let shown = if several { &src } else { &rel };
+        jobs.push(Job {
+            len: fs::metadata(&src).map_or(0, |m| m.len()),
+            shown: printable(&shown.to_string_lossy()).into_owned(),
+            src,
+            dest,
+            work,
+        });
+    }
+    Ok(())
 }
 
 /// Runs `jobs`, largest first, `FILES_IN_FLIGHT` at a time, with one progress bar over all
@@ -179,6 +320,9 @@ fn run(
     let outcomes: Mutex<Vec<Option<Outcome>>> = Mutex::new((0..jobs.len()).map(|_| None).collect());
     let one = |job: &Job| -> Outcome {
         let start = Instant::now();
+        if let Work::Fail(why) = &job.work {
+            bail!("{why}");
+        }
         if let Some(dir) = job.dest.parent() {
             fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         }
@@ -188,14 +332,14 @@ fn run(
             let total = done.fetch_add(new, Ordering::Relaxed);
             bar.set_position(total + new);
         };
-        let (a, b) = match job.code {
-            true => {
+        let (a, b) = match job.work {
+            Work::Code => {
                 let mine = memory.take(sc::memory_needed(block_size(job)));
                 let coded = code(job, mine, &progress);
                 memory.give(mine);
                 coded?
             }
-            false => {
+            _ => {
                 let mut f = File::open(&job.src)
                     .with_context(|| format!("cannot open {}", job.src.display()))?;
                 let meta = f.metadata()?;
@@ -233,9 +377,10 @@ fn run(
         .collect()
 }
 
-/// Prints the table of a folder run (failures even when quiet) and fails if any job failed.
+/// Prints the table of a run (failures even when quiet) and fails if any job failed; `what`
+/// names the run: its folder, or how many inputs it had.
 fn report(
-    root: &Path,
+    what: &str,
     jobs: &[Job],
     outcomes: &[Outcome],
     verb: &str,
@@ -244,7 +389,7 @@ fn report(
 ) -> Result<()> {
     let width = jobs
         .iter()
-        .map(|j| printable(&j.rel.to_string_lossy()).len())
+        .map(|j| j.shown.chars().count())
         .max()
         .unwrap_or(4)
         .max(5);
@@ -256,13 +401,14 @@ fn report(
     );
     let (mut total_in, mut total_out, mut coded, mut failed) = (0u64, 0u64, 0, 0);
     for (job, outcome) in jobs.iter().zip(outcomes) {
-        let rel = printable(&job.rel.to_string_lossy()).into_owned();
+        let rel = &job.shown;
         match outcome {
             Ok((a, b, secs)) => {
                 total_in += a;
                 total_out += b;
-                coded += job.code as usize;
-                let what = if job.code { verb } else { "copied" };
+                let coded_it = matches!(job.work, Work::Code);
+                coded += coded_it as usize;
+                let what = if coded_it { verb } else { "copied" };
                 let _ = writeln!(
                     t,
                     "{rel:<width$} {a:>14} {b:>14} {:>7.2}% {:>7.0}  {what}",
@@ -288,59 +434,110 @@ fn report(
     }
     if !quiet {
         note(format_args!(
-            "{}: {total_in} bytes in {:.2} s, {:.0} MB/s",
-            root.display(),
+            "{what}: {total_in} bytes in {:.2} s, {:.0} MB/s",
             start.elapsed().as_secs_f64(),
             mb_per_s(total_in, start)
         ));
     }
     match failed {
         0 => Ok(()),
-        n => bail!("{n} of {} files in {} failed", jobs.len(), root.display()),
+        n => bail!("{n} of {} files in {what} failed", jobs.len()),
     }
 }
 
-/// `sc encode DIR`: every `*.safetensors` file below DIR gets an archive (beside it, or in the
-/// mirrored `-o` folder, where all other files are copied).
+/// What a run over `inputs` is called in its summary: its folder, or how many inputs it had.
+fn label(inputs: &[PathBuf]) -> String {
+    match inputs {
+        [one] => one.display().to_string(),
+        many => format!("{} inputs", many.len()),
+    }
+}
+
+/// `sc encode INPUT...` with a folder or several inputs: every `*.safetensors` file below a
+/// folder gets an archive (beside it, or in the mirrored `-o` folder, where all other files are
+/// copied), and every file named gets one (beside it, or in the `-o` folder); a name already
+/// ending in `.sc` is skipped with a warning unless `-f`.
 pub fn encode(a: &EncodeArgs) -> Result<()> {
-    let root = &a.input;
-    let jobs = plan(root, &a.out, |rel| {
-        let is_st = rel.extension().is_some_and(|e| e == "safetensors");
-        is_st.then(|| archive_name(rel))
-    })?;
+    let naming = Naming {
+        found: |rel: &Path| {
+            let is_st = rel.extension().is_some_and(|e| e == "safetensors");
+            is_st.then(|| archive_name(rel))
+        },
+        given: |p: &Path| match super::already_archive(p, a.out.force) {
+            Some(why) => Given::Skip(why),
+            None => Given::Code(archive_name(p)),
+        },
+    };
+    let talk = a.common.talk;
+    let jobs = plan(&a.inputs, &a.out, talk.quiet, naming)?;
     let start = Instant::now();
     let outcomes = run(
         &jobs,
-        a.common.quiet,
+        talk.quiet,
         a.out.force,
         memory(&a.common),
         |_| a.block_size,
         |job, memory, progress| {
+            let started = Instant::now();
             let r = encode_one(&job.src, Some(&job.dest), a, memory, progress)?;
+            if talk.verbose() {
+                note(format_args!(
+                    "{}",
+                    super::encoded_lines(&job.src, Some(&job.dest), a, &r, started)
+                ));
+            }
             Ok((r.original_len, r.archive_len))
         },
     );
-    report(root, &jobs, &outcomes, a.mode.name(), a.common.quiet, start)
+    let mode = a.mode().name();
+    report(&label(&a.inputs), &jobs, &outcomes, mode, talk.quiet, start)
 }
 
-/// `sc decode DIR`: every `*.sc` archive below DIR is restored (beside it, or in the mirrored
-/// `-o` folder, where all other files are copied).
+/// `sc decode INPUT...` with a folder or several inputs: every `*.sc` archive below a folder
+/// is restored (beside it, or in the mirrored `-o` folder, where all other files are copied),
+/// and every archive named (beside it, or in the `-o` folder).
 pub fn decode(a: &DecodeArgs) -> Result<()> {
-    let root = &a.input;
-    let jobs = plan(root, &a.out, original_name)?;
+    let naming = Naming {
+        found: original_name,
+        given: |p: &Path| match original_name(p) {
+            Some(o) => Given::Code(o),
+            None => Given::Fail(format!(
+                "cannot name the output of {} (no .sc suffix): decode it alone with -o",
+                p.display()
+            )),
+        },
+    };
+    let talk = a.common.talk;
+    let jobs = plan(&a.inputs, &a.out, talk.quiet, naming)?;
     let start = Instant::now();
     let outcomes = run(
         &jobs,
-        a.common.quiet,
+        talk.quiet,
         a.out.force,
         memory(&a.common),
         |job| archive_block_size(&job.src),
         |job, memory, progress| {
+            let started = Instant::now();
+            let archive = talk
+                .verbose()
+                .then(|| super::inspect_file(&job.src))
+                .flatten();
             let r = decode_one(&job.src, Some(&job.dest), a, memory, progress)?;
+            if talk.verbose() {
+                let line = super::decoded_line(&job.src, &r, started);
+                note(format_args!("{}", super::details(line, archive, started)));
+            }
             Ok((r.archive_len, r.original_len))
         },
     );
-    report(root, &jobs, &outcomes, "decoded", a.common.quiet, start)
+    report(
+        &label(&a.inputs),
+        &jobs,
+        &outcomes,
+        "decoded",
+        talk.quiet,
+        start,
+    )
 }
 
 /// The block size an archive records (the largest there is, when it cannot be read: decoding

@@ -2,8 +2,12 @@
 
 mod access;
 mod collide;
+mod docs;
 mod folder;
+mod info;
+mod json;
 mod lab;
+mod level;
 mod output;
 mod process;
 mod remove;
@@ -12,7 +16,8 @@ mod text;
 mod verify;
 
 use anyhow::{bail, Context, Result};
-use clap::{Args, Parser, Subcommand};
+use clap::error::ErrorKind;
+use clap::{ArgAction, Args, FromArgMatches, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use md5::{Digest, Md5};
 use output::{FileId, Output, Settings};
@@ -25,28 +30,69 @@ use std::time::Instant;
 
 /// Lossless compression for LLM weight files (safetensors).
 #[derive(Parser, Debug)]
-#[command(name = "sc", version, about, propagate_version = true)]
+#[command(
+    name = "sc",
+    version,
+    about,
+    propagate_version = true,
+    disable_help_subcommand = true,
+    after_help = "`sc -z FILE...` is `sc encode FILE...`, `sc -d FILE...` is `sc decode FILE...`.\n\
+                  `sc help formats` says which split each dtype gets."
+)]
 pub struct Cli {
+    #[command(flatten)]
+    talk: Talk,
     #[command(subcommand)]
     command: Command,
 }
 
+/// How much a run prints: `-v` and `-q`, given anywhere on the command line.
+#[derive(Args, Clone, Copy, Debug, Default)]
+pub(crate) struct Talk {
+    /// Print more: a line per file with the codecs chosen and the time taken, and notes (such
+    /// as -T capped to the cores)
+    #[arg(short, long, global = true, action = ArgAction::Count, overrides_with = "quiet")]
+    verbose: u8,
+    /// No progress bar and no summary (failures and errors are still reported)
+    #[arg(short, long, global = true, overrides_with = "verbose")]
+    quiet: bool,
+}
+
+impl Talk {
+    fn verbose(self) -> bool {
+        self.verbose > 0 && !self.quiet
+    }
+}
+
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Compress a file (default output: INPUT.sc)
+    /// Compress files and folders (FILE -> FILE.sc; a folder: each *.safetensors below it)
+    #[command(visible_alias = "compress", short_flag = 'z', long_flag = "compress")]
     Encode(EncodeArgs),
-    /// Restore the original file from an archive (default output: INPUT without .sc)
+    /// Restore files from archives (FILE.sc -> FILE; a folder: each *.sc below it)
+    #[command(
+        visible_alias = "decompress",
+        short_flag = 'd',
+        long_flag = "decompress"
+    )]
     Decode(DecodeArgs),
     /// Decode without writing; check every block checksum and the MD5 (and ORIGINAL's MD5);
     /// several archives or directories: one line per archive and a total
     Verify(VerifyArgs),
-    /// Show an archive's mode, sizes, codecs, dtypes and the kept safetensors header
-    Info(InfoArgs),
+    /// Show an archive's mode, sizes, codecs and tensors per dtype (--json for scripts,
+    /// --header for the kept safetensors header)
+    Info(info::InfoArgs),
     /// List the tensors of a safetensors archive: dtype, shape, original and compressed bytes
     List(access::ListArgs),
     /// Write chosen tensors as a safetensors file (or raw bytes), decoding only their blocks
     /// (default output: INPUT without .sc and .safetensors, plus .extract.safetensors or .bin)
     Extract(access::ExtractArgs),
+    /// Print a completion script for a shell (bash, zsh, fish, powershell, elvish)
+    Completions(docs::CompletionsArgs),
+    /// Print the man page (sc.1), or write every page into a folder with --dir
+    Manpage(docs::ManpageArgs),
+    /// Print help: sc's, a command's, or a topic's (formats: which split each dtype gets)
+    Help(docs::HelpArgs),
     /// Bits per value of each model variant on a safetensors file's BF16/F16 tensors, next to
     /// the order-0 entropies
     #[command(hide = true)]
@@ -68,38 +114,84 @@ enum Command {
     Shuffle(lab::shuffle::ShuffleArgs),
 }
 
-/// Parses the command line. The experiment commands are hidden from clap's own list of
-/// commands and listed under a heading of their own after it.
+/// Parses the command line: clap's definitions, then the checks between arguments that clap
+/// cannot express (a level against `-m`, several inputs against stdin and stdout); a failed
+/// check is a usage error (exit 2), like clap's own.
 pub fn parse() -> Cli {
-    use clap::{CommandFactory, FromArgMatches};
-    let command = lab::with_heading(Cli::command());
-    let matches = command.get_matches();
-    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+    let mut cmd = docs::command();
+    let matches = cmd.get_matches_mut();
+    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.format(&mut cmd).exit());
+    if let Err(msg) = cli.settle() {
+        let name = matches.subcommand_name().unwrap_or_default();
+        match cmd.find_subcommand_mut(name) {
+            Some(sub) => sub.error(ErrorKind::ArgumentConflict, msg).exit(),
+            None => cmd.error(ErrorKind::ArgumentConflict, msg).exit(),
+        }
+    }
+    cli
+}
+
+impl Cli {
+    /// Checks the arguments against each other, settles the mode, and hands `-v`/`-q` to the
+    /// command.
+    fn settle(&mut self) -> std::result::Result<(), String> {
+        let talk = self.talk;
+        match &mut self.command {
+            Command::Encode(a) => {
+                a.mode = Some(a.level.resolve(a.mode)?);
+                several_inputs(&a.inputs, &a.out)?;
+                a.common.talk = talk;
+            }
+            Command::Decode(a) => {
+                several_inputs(&a.inputs, &a.out)?;
+                a.common.talk = talk;
+            }
+            Command::Verify(a) => a.common.talk = talk,
+            Command::Extract(a) => a.common.talk = talk,
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// Several inputs each go to their own output: not one of them stdin, and not to stdout.
+fn several_inputs(inputs: &[PathBuf], out: &OutputArgs) -> std::result::Result<(), String> {
+    if inputs.len() < 2 {
+        return Ok(());
+    }
+    if inputs.iter().any(|p| is_stdio(p)) {
+        return Err("'-' (stdin) cannot be one of several inputs".into());
+    }
+    if out.stdout || out.output.as_deref().is_some_and(is_stdio) {
+        return Err("several inputs cannot all go to stdout: give -o a folder, or none".into());
+    }
+    Ok(())
 }
 
 #[derive(Args, Debug)]
 struct Common {
-    /// Worker threads (0 = all cores; more than the cores are capped)
+    /// Worker threads (0 = all cores; more than the cores are capped, with a note under -v)
     #[arg(short = 'T', long, default_value_t = 0)]
     threads: usize,
     /// Memory for the blocks in flight, with K/M/G suffix (default 256M): fewer blocks are
     /// coded at once as blocks grow
     #[arg(long, value_name = "SIZE", value_parser = resources::parse_bytes)]
     memory: Option<u64>,
-    /// No progress bar and no summary line
-    #[arg(short, long)]
-    quiet: bool,
+    /// `-v` and `-q`, given to the whole command line.
+    #[arg(skip)]
+    talk: Talk,
 }
 
 #[derive(Args, Debug)]
 struct OutputArgs {
-    /// Output file ('-' for stdout)
-    #[arg(short, long)]
+    /// Output file ('-' for stdout); with several inputs, the folder for all outputs
+    #[arg(short, long, value_name = "OUT")]
     output: Option<PathBuf>,
     /// Write to stdout
-    #[arg(short = 'c', long)]
+    #[arg(short = 'c', long, conflicts_with = "output")]
     stdout: bool,
-    /// Overwrite an existing output file
+    /// Overwrite existing outputs; write binary data to a terminal; encode: compress inputs
+    /// that already end in .sc
     #[arg(short, long)]
     force: bool,
 }
@@ -107,10 +199,10 @@ struct OutputArgs {
 impl OutputArgs {
     /// How to write an output made from the input `meta` describes (none: stdin), which it
     /// takes its mode and times from; `rm`: synced, since the input goes.
-    fn settings<'a>(&self, binary: bool, meta: Option<&'a Metadata>, rm: bool) -> Settings<'a> {
+    fn settings<'a>(&self, meta: Option<&'a Metadata>, rm: bool) -> Settings<'a> {
         Settings {
             force: self.force,
-            binary,
+            binary: true,
             like: meta.filter(|m| m.is_file()),
             durable: rm,
         }
@@ -119,11 +211,25 @@ impl OutputArgs {
 
 #[derive(Args, Debug)]
 struct EncodeArgs {
-    /// File to compress ('-' for stdin)
-    input: PathBuf,
-    /// fast: Huffman-coded exponent plane, raw low plane; best: range coder on every plane
-    #[arg(short, long, default_value = "fast", value_parser = mode_parser())]
-    mode: Mode,
+    /// Files, folders, or '-' for stdin (several: one table at the end)
+    ///
+    /// A file becomes FILE.sc beside it (a name already ending in .sc is skipped, unless -f).
+    /// A folder: every *.safetensors below it gets an archive beside it; with -o OUTDIR the
+    /// folder is mirrored there instead, other files copied, so decoding OUTDIR gives the
+    /// folder back. '-' reads stdin and writes stdout (or -o). Several inputs, files and
+    /// folders mixed, are one run: each to its default output, or all into the folder -o
+    /// names (a folder under its own name); two files are coded at a time, a failed one does
+    /// not stop the others, one table at the end lists them all, and the run exits 1 if any
+    /// failed. Two inputs that would be written to one path are refused before anything is
+    /// written.
+    #[arg(required = true, value_name = "INPUT")]
+    inputs: Vec<PathBuf>,
+    /// fast: Huffman-coded exponent plane, raw low plane (default); best: range coder on every
+    /// plane. `sc help formats` says more
+    #[arg(short, long, value_parser = mode_parser())]
+    mode: Option<Mode>,
+    #[command(flatten)]
+    level: level::Level,
     /// Block size: bytes or with K/M suffix (KiB/MiB), even, 4K to 64M
     #[arg(short, long, default_value = "1M", value_parser = parse_size)]
     block_size: u32,
@@ -131,7 +237,7 @@ struct EncodeArgs {
     out: OutputArgs,
     /// Record the input's MD5 in the archive (BEST's default; FAST leaves it out because MD5
     /// alone runs slower than FAST's coding; blocks always carry checksums)
-    #[arg(long, overrides_with = "no_md5")]
+    #[arg(long, conflicts_with = "no_md5")]
     md5: bool,
     /// Do not record the input's MD5, even in BEST mode
     #[arg(long)]
@@ -140,14 +246,34 @@ struct EncodeArgs {
     /// MD5, to compare)
     #[arg(long)]
     rm: bool,
+    /// Keep INPUT: the default (accepted as gzip and zstd take it)
+    #[arg(short, long, conflicts_with = "rm")]
+    keep: bool,
     #[command(flatten)]
     common: Common,
 }
 
+impl EncodeArgs {
+    /// The mode to code with, settled by [`Cli::settle`] from `-m` and the level flags.
+    fn mode(&self) -> Mode {
+        self.mode.unwrap_or(Mode::Fast)
+    }
+}
+
 #[derive(Args, Debug)]
 struct DecodeArgs {
-    /// Archive to restore ('-' for stdin)
-    input: PathBuf,
+    /// Archives, folders, or '-' for stdin (several: one table at the end)
+    ///
+    /// FILE.sc is restored to FILE beside it (an archive without the .sc suffix needs -o).
+    /// A folder: every *.sc below it is restored beside itself; with -o OUTDIR the folder is
+    /// mirrored there instead, other files copied. '-' reads stdin and writes stdout (or -o).
+    /// Several inputs, archives and folders mixed, are one run: each to its default output, or
+    /// all into the folder -o names (a folder under its own name); two files are decoded at a
+    /// time, a failed one does not stop the others, one table at the end lists them all, and
+    /// the run exits 1 if any failed. Two inputs that would be written to one path are
+    /// refused before anything is written.
+    #[arg(required = true, value_name = "INPUT")]
+    inputs: Vec<PathBuf>,
     /// Also compute the output's MD5 and compare it with the recorded one (block checksums are
     /// always checked)
     #[arg(long)]
@@ -155,6 +281,9 @@ struct DecodeArgs {
     /// Delete INPUT once the restored file is written and its MD5 checked, also on disk
     #[arg(long)]
     rm: bool,
+    /// Keep INPUT: the default (accepted as gzip and zstd take it)
+    #[arg(short, long, conflicts_with = "rm")]
+    keep: bool,
     #[command(flatten)]
     out: OutputArgs,
     #[command(flatten)]
@@ -169,12 +298,6 @@ struct VerifyArgs {
     paths: Vec<PathBuf>,
     #[command(flatten)]
     common: Common,
-}
-
-#[derive(Args, Debug)]
-struct InfoArgs {
-    /// Archive to describe
-    input: PathBuf,
 }
 
 /// Parses a block size: `4096`, `12K`, `1M`, `1MiB`, `64m`.
@@ -202,9 +325,12 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Encode(a) => with_threads(&a.common, || encode(&a)),
         Command::Decode(a) => with_threads(&a.common, || decode(&a)),
         Command::Verify(a) => with_threads(&a.common, || verify(&a)),
-        Command::Info(a) => info(&a),
+        Command::Info(a) => info::info(&a),
         Command::List(a) => access::list(&a),
         Command::Extract(a) => access::extract(&a),
+        Command::Completions(a) => docs::completions(&a),
+        Command::Manpage(a) => docs::manpage(&a),
+        Command::Help(a) => docs::help(&a),
         Command::Models(a) => lab::models::run(&a),
         Command::Analyze(a) => lab::analyze::run(&a),
         Command::Sweep(a) => lab::sweep::run(&a),
@@ -216,7 +342,7 @@ pub fn run(cli: Cli) -> Result<()> {
 /// Runs `f` on a pool of `-T` worker threads, at most one per core.
 fn with_threads<T: Send>(common: &Common, f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(resources::threads(common.threads, common.quiet))
+        .num_threads(resources::threads(common.threads, common.talk.verbose()))
         .build()
         .context("cannot start worker threads")?;
     pool.install(f)
@@ -393,34 +519,123 @@ fn write_with<T>(
 }
 
 fn encode(a: &EncodeArgs) -> Result<()> {
-    if folder::is_dir(&a.input) {
-        return folder::encode(a);
+    let input = match a.inputs.as_slice() {
+        [one] if !folder::is_dir(one) => one,
+        _ => return folder::encode(a),
+    };
+    if let Some(why) = already_archive(input, a.out.force) {
+        bail!("{why}");
     }
-    let dest = destination(&a.input, &a.out, |p| Ok(folder::archive_name(p)))?;
-    let len = input_len(&a.input);
-    let bar = progress_bar(len, a.common.quiet);
+    let dest = destination(input, &a.out, |p| Ok(folder::archive_name(p)))?;
+    let bar = progress_bar(input_len(input), a.common.talk.quiet);
     let start = Instant::now();
-    let report = encode_one(&a.input, dest.as_deref(), a, memory(&a.common), &|n| {
+    let report = encode_one(input, dest.as_deref(), a, memory(&a.common), &|n| {
         bar.set_position(n)
     })?;
     bar.finish_and_clear();
-    if !a.common.quiet {
-        let pct = 100.0 * report.archive_len as f64 / report.original_len.max(1) as f64;
-        let how = match (report.kind, &report.generic_reason) {
-            (Kind::Safetensors, _) => String::new(),
-            (Kind::Generic, Some(r)) => format!(" [not safetensors: {r}; generic path]"),
-            (Kind::Generic, None) => " [generic path]".into(),
-        };
-        note(format_args!(
-            "{}: {} -> {} bytes ({pct:.2}%), {}, {:.0} MB/s{how}",
-            name(&a.input),
-            report.original_len,
-            report.archive_len,
-            a.mode.name(),
-            mb_per_s(report.original_len, start)
-        ));
+    match a.common.talk {
+        t if t.verbose() => note(format_args!(
+            "{}",
+            encoded_lines(input, dest.as_deref(), a, &report, start)
+        )),
+        t if !t.quiet => note(format_args!("{}", encoded_line(input, a, &report, start))),
+        _ => {}
     }
     Ok(())
+}
+
+/// Why `encode` skips `input` (a name already ending in `.sc`), unless `force`.
+fn already_archive(input: &Path, force: bool) -> Option<String> {
+    let archive = !force && !is_stdio(input) && input.extension().is_some_and(|e| e == "sc");
+    archive.then(|| {
+        format!(
+            "{} already ends in .sc: skipped (-f compresses it all the same)",
+            name(input)
+        )
+    })
+}
+
+/// The summary line of a file encoded from `input`.
+fn encoded_line(input: &Path, a: &EncodeArgs, r: &sc::EncodeReport, start: Instant) -> String {
+    let how = match (r.kind, &r.generic_reason) {
+        (Kind::Safetensors, _) => String::new(),
+        (Kind::Generic, Some(why)) => format!(" [not safetensors: {why}; generic path]"),
+        (Kind::Generic, None) => " [generic path]".into(),
+    };
+    format!(
+        "{}: {} -> {} bytes ({:.2}%), {}, {:.0} MB/s{how}",
+        name(input),
+        r.original_len,
+        r.archive_len,
+        100.0 * r.archive_len as f64 / r.original_len.max(1) as f64,
+        a.mode().name(),
+        mb_per_s(r.original_len, start)
+    )
+}
+
+/// What `-v` prints for a file encoded from `input` into `dest` (`None`: stdout): the summary
+/// line, then the codecs chosen, read back from the archive, and the time taken.
+fn encoded_lines(
+    input: &Path,
+    dest: Option<&Path>,
+    a: &EncodeArgs,
+    r: &sc::EncodeReport,
+    start: Instant,
+) -> String {
+    let summary = encoded_line(input, a, r, start);
+    details(summary, dest.and_then(inspect_file), start)
+}
+
+/// The description of the archive file `path` (`None` for stdin and stdout).
+fn inspect_file(path: &Path) -> Option<sc::Result<sc::ArchiveInfo>> {
+    (!is_stdio(path)).then(|| {
+        File::open(path)
+            .map_err(sc::Error::from)
+            .and_then(|mut f| sc::inspect(&mut f))
+    })
+}
+
+/// `summary` followed by what `-v` adds about an archive: its blocks by transform and the
+/// codecs of their planes (when the archive is a file), and the seconds since `start`.
+fn details(
+    summary: String,
+    archive: Option<sc::Result<sc::ArchiveInfo>>,
+    start: Instant,
+) -> String {
+    let secs = start.elapsed().as_secs_f64();
+    let mut t = summary;
+    match archive {
+        Some(Ok(info)) => {
+            let transforms: Vec<String> = info
+                .transforms
+                .iter()
+                .map(|(name, u)| format!("{name} {}", u.blocks))
+                .collect();
+            let codecs: Vec<String> = info
+                .codecs
+                .iter()
+                .map(|(name, u)| {
+                    let pct = 100.0 * u.coded as f64 / u.original.max(1) as f64;
+                    format!("{name} {} planes {pct:.2}%", u.planes)
+                })
+                .collect();
+            let _ = write!(
+                t,
+                "\n  blocks:  {} {}, {} bytes each at most ({})\n  codecs:  {}",
+                info.blocks,
+                info.mode.name(),
+                info.block_size,
+                transforms.join(", "),
+                codecs.join(", ")
+            );
+        }
+        Some(Err(e)) => {
+            let _ = write!(t, "\n  codecs:  the archive cannot be read back: {e}");
+        }
+        None => t.push_str("\n  codecs:  not shown for an archive on a stream"),
+    }
+    let _ = write!(t, "\n  time:    {secs:.3} s");
+    t
 }
 
 /// Length of a regular input file, for progress (`None` for stdin, pipes and errors).
@@ -449,13 +664,13 @@ fn encode_one(
     let (reader, meta) = open_input(input)?;
     let opts = EncodeOptions {
         block_size: a.block_size,
-        md5: a.rm || a.md5 || (!a.no_md5 && EncodeOptions::new(a.mode).md5),
+        md5: a.rm || a.md5 || (!a.no_md5 && EncodeOptions::new(a.mode()).md5),
         input_len: regular_len(meta.as_ref()),
         progress: Some(progress),
         memory,
-        ..EncodeOptions::new(a.mode)
+        ..EncodeOptions::new(a.mode())
     };
-    let settings = a.out.settings(true, meta.as_ref(), a.rm);
+    let settings = a.out.settings(meta.as_ref(), a.rm);
     let (report, written) = write_with(dest, &settings, |out| {
         sc::encode(reader, out, &opts).with_context(|| format!("encoding {}", name(input)))
     })?;
@@ -476,37 +691,49 @@ fn encode_one(
 }
 
 fn decode(a: &DecodeArgs) -> Result<()> {
-    if folder::is_dir(&a.input) {
-        return folder::decode(a);
-    }
-    let dest = destination(&a.input, &a.out, |p| match folder::original_name(p) {
+    let input = match a.inputs.as_slice() {
+        [one] if !folder::is_dir(one) => one,
+        _ => return folder::decode(a),
+    };
+    let dest = destination(input, &a.out, |p| match folder::original_name(p) {
         Some(o) => Ok(o),
         None => bail!(
             "cannot name the output of {} (no .sc suffix): use -o",
             p.display()
         ),
     })?;
-    let bar = progress_bar(input_len(&a.input), a.common.quiet);
+    let talk = a.common.talk;
+    let archive = talk.verbose().then(|| inspect_file(input)).flatten();
+    let bar = progress_bar(input_len(input), talk.quiet);
     let start = Instant::now();
-    let report = decode_one(&a.input, dest.as_deref(), a, memory(&a.common), &|n| {
+    let report = decode_one(input, dest.as_deref(), a, memory(&a.common), &|n| {
         bar.set_position(n)
     })?;
     bar.finish_and_clear();
-    if !a.common.quiet {
-        let md5 = match (report.stored_md5, report.md5) {
-            (Some(_), Some(_)) => ", MD5 OK".to_string(),
-            (None, Some(m)) => format!(", MD5 {} (not recorded in the archive)", hex(&m)),
-            (_, None) => String::new(),
-        };
-        note(format_args!(
-            "{}: {} -> {} bytes, {:.0} MB/s{md5}",
-            name(&a.input),
-            report.archive_len,
-            report.original_len,
-            mb_per_s(report.original_len, start),
-        ));
+    if !talk.quiet {
+        let line = decoded_line(input, &report, start);
+        match talk.verbose() {
+            true => note(format_args!("{}", details(line, archive, start))),
+            false => note(format_args!("{line}")),
+        }
     }
     Ok(())
+}
+
+/// The summary line of a file decoded from `input`.
+fn decoded_line(input: &Path, r: &sc::DecodeReport, start: Instant) -> String {
+    let md5 = match (r.stored_md5, r.md5) {
+        (Some(_), Some(_)) => ", MD5 OK".to_string(),
+        (None, Some(m)) => format!(", MD5 {} (not recorded in the archive)", hex(&m)),
+        (_, None) => String::new(),
+    };
+    format!(
+        "{}: {} -> {} bytes, {:.0} MB/s{md5}",
+        name(input),
+        r.archive_len,
+        r.original_len,
+        mb_per_s(r.original_len, start),
+    )
 }
 
 /// Decodes `input` into `dest` (`None`: stdout) with `a`'s settings and `memory` bytes for
@@ -523,7 +750,7 @@ fn decode_one(
     }
     let archive = ArchiveInput::open(input)?;
     let meta = archive.meta().cloned();
-    let settings = a.out.settings(false, meta.as_ref(), a.rm);
+    let settings = a.out.settings(meta.as_ref(), a.rm);
     let (report, written) = write_with(dest, &settings, |out| {
         archive
             .decode(out, a.md5 || a.rm, memory, progress)
@@ -576,7 +803,7 @@ fn verify(a: &VerifyArgs) -> Result<()> {
 /// (compared with the recorded one, if any).
 fn check_archive(input: &Path, common: &Common) -> Result<sc::DecodeReport> {
     let archive = ArchiveInput::open(input)?;
-    let bar = progress_bar(archive.len(), common.quiet);
+    let bar = progress_bar(archive.len(), common.talk.quiet);
     let report = archive.decode(io::sink(), true, memory(common), &|n| bar.set_position(n));
     bar.finish_and_clear();
     Ok(report?)
@@ -599,7 +826,7 @@ fn verify_one(input: &Path, original: Option<&Path>, common: &Common) -> Result<
             );
         }
     }
-    if !common.quiet {
+    if !common.talk.quiet {
         print_stdout(&format!(
             "{}: OK, {} bytes, md5 {}{}\n",
             name(input),
@@ -609,61 +836,6 @@ fn verify_one(input: &Path, original: Option<&Path>, common: &Common) -> Result<
         ))?;
     }
     Ok(())
-}
-
-fn info(a: &InfoArgs) -> Result<()> {
-    let mut f =
-        File::open(&a.input).with_context(|| format!("cannot open {}", a.input.display()))?;
-    let info = sc::inspect(&mut f).with_context(|| format!("reading {}", a.input.display()))?;
-    let orig = info.original_len;
-    let kind = match info.kind {
-        Kind::Safetensors => "safetensors",
-        Kind::Generic => "generic (not safetensors)",
-    };
-    let mut t = String::new();
-    writeln!(t, "file:        {}", a.input.display())?;
-    writeln!(t, "format:      sc version {}", info.format_version)?;
-    writeln!(t, "mode:        {}", info.mode.name())?;
-    writeln!(t, "block size:  {} bytes", info.block_size)?;
-    writeln!(
-        t,
-        "input:       {kind}, {orig} bytes, md5 {}",
-        info.md5.map_or("not recorded".into(), |m| hex(&m))
-    )?;
-    writeln!(
-        t,
-        "archive:     {} bytes ({:.2}% of original), {} blocks",
-        info.archive_len,
-        100.0 * info.archive_len as f64 / orig.max(1) as f64,
-        info.blocks
-    )?;
-    for (name, u) in &info.transforms {
-        writeln!(t, "  {name:<9} {} blocks, {} bytes", u.blocks, u.original)?;
-    }
-    for (codec, u) in &info.codecs {
-        let (planes, raw, coded) = (u.planes, u.original, u.coded);
-        let pct = 100.0 * coded as f64 / raw.max(1) as f64;
-        writeln!(
-            t,
-            "  {codec:<9} {planes} planes, {raw} -> {coded} bytes ({pct:.2}%)"
-        )?;
-    }
-    if let Some(tensors) = &info.tensors {
-        writeln!(t, "tensors:     {}", tensors.len())?;
-        for (dtype, bytes) in info.dtype_bytes() {
-            writeln!(t, "  {:<9} {bytes} bytes", text::printable(&dtype))?;
-        }
-    }
-    // The kept header is written as it is read, escaped, however large it is.
-    write_stdout(|w| {
-        w.write_all(t.as_bytes())?;
-        if let Some(json) = info.header_json() {
-            w.write_all(b"header:      ")?;
-            text::write_printable(w, json.trim_end())?;
-            w.write_all(b"\n")?;
-        }
-        Ok(())
-    })
 }
 
 /// Writes a command's result to stdout through `write`; a closed or full stdout is an error,

@@ -21,10 +21,10 @@ pub fn parse_bytes(s: &str) -> std::result::Result<u64, String> {
 }
 
 /// The worker threads for `-T requested`: all cores for 0, and never more than the cores (a
-/// note says so unless `quiet`): more threads than cores only add memory and switching.
-pub fn threads(requested: usize, quiet: bool) -> usize {
+/// note says so when `verbose`): more threads than cores only add memory and switching.
+pub fn threads(requested: usize, verbose: bool) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    if requested > cores && !quiet {
+    if requested > cores && verbose {
         note(format_args!(
             "sc: note: -T {requested} is more than the {cores} cores here; using {cores}"
         ));

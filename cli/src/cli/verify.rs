@@ -59,7 +59,7 @@ pub fn md5_text(r: &sc::DecodeReport) -> String {
 
 /// Verifies every archive in `paths`; fails at the end if any did not verify.
 pub fn many(paths: &[PathBuf], common: &Common) -> Result<()> {
-    let quiet = common.quiet;
+    let quiet = common.talk.quiet;
     let files = collect(paths)?;
     if files.is_empty() {
         bail!("no .sc archives found");

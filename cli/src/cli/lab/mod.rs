@@ -18,9 +18,15 @@ use std::fmt::Write as _;
 /// `command` with its help listing the hidden subcommands, the experiments, under their own
 /// heading between the everyday commands and the options.
 pub fn with_heading(command: Command) -> Command {
+    // The width clap gives the names of the other commands, flags included
+    // (`decode, -d, --decompress`), so that both lists line up.
     let width = command
         .get_subcommands()
-        .map(|c| c.get_name().len())
+        .map(|c| {
+            let short = c.get_short_flag().map_or(0, |_| ", -x".len());
+            let long = c.get_long_flag().map_or(0, |l| ", --".len() + l.len());
+            c.get_name().len() + short + long
+        })
         .max()
         .unwrap_or(0);
     let styles = command.get_styles();

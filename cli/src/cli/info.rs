@@ -1,0 +1,346 @@
+//! `sc info`: what an archive holds, read without decoding it: a short summary for people,
+//! one JSON document for scripts, the kept safetensors header on request.
+
+use super::text::{printable, write_printable};
+use super::{hex, json, write_stdout};
+use anyhow::{Context, Result};
+use clap::Args;
+use sc::{ArchiveInfo, CodecUse, Kind, TensorInfo, TransformUse};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// Tensors the summary names, largest first.
+const LARGEST_SHOWN: usize = 5;
+
+#[derive(Args, Debug)]
+pub(super) struct InfoArgs {
+    /// Archive to describe
+    input: PathBuf,
+    /// Print one JSON document: mode, sizes, blocks, transforms, codecs, dtypes, metadata
+    #[arg(long)]
+    json: bool,
+    /// Also print the kept safetensors header, pretty-printed (with --json: as "header")
+    #[arg(long)]
+    header: bool,
+}
+
+pub(super) fn info(a: &InfoArgs) -> Result<()> {
+    let mut f =
+        File::open(&a.input).with_context(|| format!("cannot open {}", a.input.display()))?;
+    let info = sc::inspect(&mut f).with_context(|| format!("reading {}", a.input.display()))?;
+    let metadata = info.header_json().and_then(metadata);
+    match a.json {
+        true => {
+            write_stdout(|w| json::write_document(w, &doc(&a.input, &info, metadata, a.header)))
+        }
+        false => {
+            let summary = summary(&a.input, &info, metadata.as_ref())?;
+            write_stdout(|w| {
+                w.write_all(summary.as_bytes())?;
+                match info.header_json().filter(|_| a.header) {
+                    Some(json) => {
+                        w.write_all(b"header:\n")?;
+                        write_pretty(w, json)
+                    }
+                    None => Ok(()),
+                }
+            })
+        }
+    }
+}
+
+/// The `__metadata__` of a safetensors header (string to string), read without keeping the
+/// rest of the header.
+fn metadata(json: &str) -> Option<BTreeMap<String, String>> {
+    #[derive(Deserialize)]
+    struct OnlyMetadata {
+        #[serde(rename = "__metadata__")]
+        metadata: Option<BTreeMap<String, String>>,
+    }
+    serde_json::from_str::<OnlyMetadata>(json).ok()?.metadata
+}
+
+fn kind_name(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Safetensors => "safetensors",
+        Kind::Generic => "generic",
+    }
+}
+
+fn percent(part: u64, whole: u64) -> f64 {
+    100.0 * part as f64 / whole.max(1) as f64
+}
+
+/// Tensors and bytes per dtype name, as the header writes it.
+fn per_dtype(tensors: &[TensorInfo]) -> BTreeMap<&str, (u64, u64)> {
+    let mut m: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+    for t in tensors {
+        let e = m.entry(t.dtype_name.as_str()).or_default();
+        e.0 += 1;
+        e.1 += t.len();
+    }
+    m
+}
+
+/// The human summary: format, mode, sizes, transforms and codecs, tensors per dtype, the
+/// largest tensors and the metadata keys.
+fn summary(
+    path: &Path,
+    info: &ArchiveInfo,
+    metadata: Option<&BTreeMap<String, String>>,
+) -> Result<String> {
+    let orig = info.original_len;
+    let kind = match info.kind {
+        Kind::Safetensors => "safetensors",
+        Kind::Generic => "generic (not safetensors)",
+    };
+    let mut t = String::new();
+    writeln!(t, "file:        {}", printable(&path.to_string_lossy()))?;
+    writeln!(t, "format:      sc version {}", info.format_version)?;
+    writeln!(t, "mode:        {}", info.mode.name())?;
+    writeln!(t, "block size:  {} bytes", info.block_size)?;
+    writeln!(
+        t,
+        "input:       {kind}, {orig} bytes, md5 {}",
+        info.md5.map_or("not recorded".into(), |m| hex(&m))
+    )?;
+    writeln!(
+        t,
+        "archive:     {} bytes ({:.2}% of original), {} blocks",
+        info.archive_len,
+        percent(info.archive_len, orig),
+        info.blocks
+    )?;
+    for (name, u) in &info.transforms {
+        writeln!(t, "  {name:<9} {} blocks, {} bytes", u.blocks, u.original)?;
+    }
+    for (codec, u) in &info.codecs {
+        let (planes, raw, coded) = (u.planes, u.original, u.coded);
+        let pct = percent(coded, raw);
+        writeln!(
+            t,
+            "  {codec:<9} {planes} planes, {raw} -> {coded} bytes ({pct:.2}%)"
+        )?;
+    }
+    let Some(tensors) = &info.tensors else {
+        return Ok(t);
+    };
+    writeln!(t, "tensors:     {}", tensors.len())?;
+    for (dtype, (n, bytes)) in per_dtype(tensors) {
+        let s = if n == 1 { "" } else { "s" };
+        writeln!(t, "  {:<9} {n} tensor{s}, {bytes} bytes", printable(dtype))?;
+    }
+    let mut largest: Vec<&TensorInfo> = tensors.iter().collect();
+    largest.sort_by_key(|t| std::cmp::Reverse(t.len()));
+    largest.truncate(LARGEST_SHOWN);
+    if !largest.is_empty() {
+        writeln!(t, "largest:")?;
+    }
+    for x in largest {
+        let dims: Vec<String> = x.shape.iter().map(u64::to_string).collect();
+        writeln!(
+            t,
+            "  {} {} [{}] {} bytes",
+            printable(&x.name),
+            printable(&x.dtype_name),
+            dims.join(", "),
+            x.len()
+        )?;
+    }
+    if let Some(m) = metadata.filter(|m| !m.is_empty()) {
+        let keys: Vec<String> = m.keys().map(|k| printable(k).into_owned()).collect();
+        writeln!(t, "metadata:    {}", keys.join(", "))?;
+    }
+    Ok(t)
+}
+
+/// `sc info --json`.
+#[derive(Serialize)]
+struct InfoDoc<'a> {
+    file: String,
+    format_version: u16,
+    mode: &'static str,
+    kind: &'static str,
+    block_size: u32,
+    original_bytes: u64,
+    archive_bytes: u64,
+    blocks: u64,
+    md5: Option<String>,
+    kept_header_bytes: u64,
+    transforms: BTreeMap<&'static str, TransformDoc>,
+    codecs: BTreeMap<&'static str, CodecDoc>,
+    /// `None` for a generic archive.
+    tensors: Option<usize>,
+    dtypes: Option<BTreeMap<&'a str, DtypeDoc>>,
+    metadata: Option<BTreeMap<String, String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    header: Option<Header<'a>>,
+}
+
+#[derive(Serialize)]
+struct TransformDoc {
+    blocks: u64,
+    original_bytes: u64,
+}
+
+#[derive(Serialize)]
+struct CodecDoc {
+    planes: u64,
+    original_bytes: u64,
+    stored_bytes: u64,
+}
+
+impl From<&TransformUse> for TransformDoc {
+    fn from(u: &TransformUse) -> TransformDoc {
+        TransformDoc {
+            blocks: u.blocks,
+            original_bytes: u.original,
+        }
+    }
+}
+
+impl From<&CodecUse> for CodecDoc {
+    fn from(u: &CodecUse) -> CodecDoc {
+        CodecDoc {
+            planes: u.planes,
+            original_bytes: u.original,
+            stored_bytes: u.coded,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct DtypeDoc {
+    tensors: u64,
+    bytes: u64,
+}
+
+/// The kept header in a JSON document: as the JSON value it is, keys in the file's order, or
+/// as a string when it does not parse.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Header<'a> {
+    Value(Box<serde_json::value::RawValue>),
+    Text(&'a str),
+}
+
+fn doc<'a>(
+    path: &Path,
+    info: &'a ArchiveInfo,
+    metadata: Option<BTreeMap<String, String>>,
+    header: bool,
+) -> InfoDoc<'a> {
+    let header = info.header_json().filter(|_| header).map(|json| {
+        match serde_json::value::RawValue::from_string(json.trim().to_string()) {
+            Ok(raw) => Header::Value(raw),
+            Err(_) => Header::Text(json),
+        }
+    });
+    InfoDoc {
+        file: path.to_string_lossy().into_owned(),
+        format_version: info.format_version,
+        mode: info.mode.name(),
+        kind: kind_name(info.kind),
+        block_size: info.block_size,
+        original_bytes: info.original_len,
+        archive_bytes: info.archive_len,
+        blocks: info.blocks,
+        md5: info.md5.map(|m| hex(&m)),
+        kept_header_bytes: info.kept_header_len,
+        transforms: info
+            .transforms
+            .iter()
+            .map(|(&n, u)| (n, u.into()))
+            .collect(),
+        codecs: info.codecs.iter().map(|(&n, u)| (n, u.into())).collect(),
+        tensors: info.tensors.as_ref().map(Vec::len),
+        dtypes: info.tensors.as_deref().map(|t| {
+            per_dtype(t)
+                .into_iter()
+                .map(|(d, (tensors, bytes))| (d, DtypeDoc { tensors, bytes }))
+                .collect()
+        }),
+        metadata,
+        header,
+    }
+}
+
+/// Writes the JSON text `json` indented, two spaces a level, keys in their order, escaped for
+/// the terminal; text that is not JSON comes out much as it is.
+fn write_pretty(w: &mut dyn Write, json: &str) -> io::Result<()> {
+    let mut out = String::with_capacity(json.len() + json.len() / 2);
+    let mut depth = 0usize;
+    let newline = |out: &mut String, depth: usize| {
+        out.push('\n');
+        out.extend(std::iter::repeat_n("  ", depth));
+    };
+    let mut chars = json.trim().chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                out.push(c);
+                while let Some(s) = chars.next() {
+                    out.push(s);
+                    match s {
+                        '\\' => out.extend(chars.next()),
+                        '"' => break,
+                        _ => {}
+                    }
+                }
+            }
+            '{' | '[' => {
+                out.push(c);
+                while chars.peek().is_some_and(|c| c.is_whitespace()) {
+                    chars.next();
+                }
+                if chars.peek().is_some_and(|&n| n == '}' || n == ']') {
+                    out.extend(chars.next());
+                } else {
+                    depth += 1;
+                    newline(&mut out, depth);
+                }
+            }
+            '}' | ']' => {
+                depth = depth.saturating_sub(1);
+                newline(&mut out, depth);
+                out.push(c);
+            }
+            ',' => {
+                out.push(c);
+                newline(&mut out, depth);
+            }
+            ':' => out.push_str(": "),
+            c if c.is_whitespace() => {}
+            c => out.push(c),
+        }
+    }
+    out.push('\n');
+    // Every line break is one of the indentation's (JSON strings hold none as they are).
+    for line in out.split_inclusive('\n') {
+        write_printable(w, line.trim_end_matches('\n'))?;
+        w.write_all(b"\n")?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pretty_json_keeps_order_and_strings() {
+        let json = r#"{"b":{"dtype":"BF16","shape":[2, 3],"x":"a, {b}: \"c\""},"a":[], "e":{}}  "#;
+        let mut out = Vec::new();
+        write_pretty(&mut out, json).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let want = "{\n  \"b\": {\n    \"dtype\": \"BF16\",\n    \"shape\": [\n      2,\n      3\n    ],\n    \"x\": \"a, {b}: \\\"c\\\"\"\n  },\n  \"a\": [],\n  \"e\": {}\n}\n";
+        assert_eq!(text, want);
+        let a: serde_json::Value = serde_json::from_str(json).unwrap();
+        let b: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(a, b);
+    }
+}

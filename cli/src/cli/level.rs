@@ -1,0 +1,121 @@
+//! zstd's and gzip's level flags, `-1` to `-9`, `--fast` and `--best`, mapped onto sc's two
+//! modes. The last level given wins, as in zstd; `-m` that contradicts it is a usage error.
+
+use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
+use sc::Mode;
+
+/// The highest level that still means FAST: `-1` to `-5` (FAST, sc's default, decodes at copy
+/// speed), `-6` to `-9` BEST (smaller, several times slower).
+const LAST_FAST: u8 = 5;
+
+/// The ids of the level flags: `-1` ... `-9`, `--fast` and `--best`.
+const IDS: [&str; 11] = ["1", "2", "3", "4", "5", "6", "7", "8", "9", "fast", "best"];
+
+/// The mode a level flag asks for.
+fn mode_of(id: &str) -> Option<Mode> {
+    match id {
+        "fast" => Some(Mode::Fast),
+        "best" => Some(Mode::Best),
+        n => match n.parse::<u8>().ok()? {
+            1..=LAST_FAST => Some(Mode::Fast),
+            _ => Some(Mode::Best),
+        },
+    }
+}
+
+/// The level flags of `encode`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Level {
+    /// The mode the last level flag asked for, if any was given, and how it was written.
+    pub mode: Option<(Mode, char)>,
+}
+
+impl Level {
+    /// The mode to code with: the level's, or `-m`'s, which must agree with it.
+    pub fn resolve(&self, m: Option<Mode>) -> Result<Mode, String> {
+        match (self.mode, m) {
+            (Some((level, flag)), Some(m)) if level != m => Err(format!(
+                "the level flag {} means -m {} and contradicts -m {}",
+                flag_text(flag),
+                level.name(),
+                m.name()
+            )),
+            (Some((level, _)), _) => Ok(level),
+            (None, m) => Ok(m.unwrap_or(Mode::Fast)),
+        }
+    }
+}
+
+/// How the flag `c` (a digit, or `f`/`b` for `--fast`/`--best`) is written.
+fn flag_text(c: char) -> String {
+    match c {
+        'f' => "--fast".into(),
+        'b' => "--best".into(),
+        d => format!("-{d}"),
+    }
+}
+
+impl FromArgMatches for Level {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        let mut level = Level::default();
+        level.update_from_arg_matches(m)?;
+        Ok(level)
+    }
+
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        // The flags override each other, so at most one is still set.
+        for id in IDS {
+            if m.try_get_one::<bool>(id).ok().flatten() == Some(&true) {
+                let flag = id.chars().next().unwrap_or('f');
+                self.mode = mode_of(id).map(|mode| (mode, flag));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Args for Level {
+    fn augment_args(cmd: Command) -> Command {
+        let flag = |id: &'static str| {
+            Arg::new(id)
+                .action(ArgAction::SetTrue)
+                .overrides_with_all(IDS)
+        };
+        let digits = IDS.iter().filter_map(|&id| {
+            let short = id.chars().next().filter(char::is_ascii_digit)?;
+            Some(flag(id).short(short).hide(true))
+        });
+        cmd.args(digits)
+            .arg(flag("fast").long("fast").help(format!(
+                "FAST mode (the default), as -m fast; so are -1 to -{LAST_FAST}"
+            )))
+            .arg(flag("best").long("best").help(format!(
+                "BEST mode, as -m best; so are -{} to -9",
+                LAST_FAST + 1
+            )))
+    }
+
+    fn augment_args_for_update(cmd: Command) -> Command {
+        Level::augment_args(cmd)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn levels_map_onto_modes() {
+        assert_eq!(mode_of("1"), Some(Mode::Fast));
+        assert_eq!(mode_of("5"), Some(Mode::Fast));
+        assert_eq!(mode_of("6"), Some(Mode::Best));
+        assert_eq!(mode_of("9"), Some(Mode::Best));
+        assert_eq!(mode_of("best"), Some(Mode::Best));
+        let nine = Level {
+            mode: Some((Mode::Best, '9')),
+        };
+        assert_eq!(nine.resolve(Some(Mode::Best)), Ok(Mode::Best));
+        assert!(nine.resolve(Some(Mode::Fast)).unwrap_err().contains("-9"));
+        assert_eq!(Level::default().resolve(None), Ok(Mode::Fast));
+    }
+}
