@@ -1,0 +1,31 @@
+"""sc: lossless compression for model weights, loaded straight into the frameworks.
+
+`.sc` archives (written by the `sc` command line or by `sc.torch.save_file` /
+`sc.numpy.save_file`) open like safetensors files:
+
+    import sc
+    with sc.safe_open("model.safetensors.sc", framework="pt") as f:
+        w = f.get_tensor("embeddings.word_embeddings.weight")
+
+    import sc.torch
+    state = sc.torch.load_file("model.safetensors.sc")
+
+`sc.numpy`, `sc.torch` and `sc.transformers` are imported on first use, so `import sc` needs
+neither torch nor transformers. Errors about archives raise `sc.ScError`, a `ValueError`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from ._core import compress_file, decompress_file, safe_open, verify
+from ._sc import ScError, __version__
+
+__all__ = ["ScError", "safe_open", "compress_file", "decompress_file", "verify", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("numpy", "torch", "transformers"):
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,400 @@
+"""What sc.numpy, sc.torch and sc.safe_open share: archives, dtypes, the safetensors layout."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+import os
+import struct
+from typing import Any, Iterable, NamedTuple
+
+from . import _sc
+from ._sc import ScError
+
+# Element width of each safetensors dtype, in the order safetensors lays tensors out: a file
+# holds its tensors by this rank, highest first, then by name, so each starts aligned.
+_DTYPES = [
+    ("BOOL", 1), ("U8", 1), ("I8", 1), ("F8_E5M2", 1), ("F8_E4M3", 1), ("I16", 2), ("U16", 2),
+    ("F16", 2), ("BF16", 2), ("I32", 4), ("U32", 4), ("F32", 4), ("C64", 8), ("F64", 8),
+    ("I64", 8), ("U64", 8),
+]
+WIDTH = dict(_DTYPES)
+_RANK = {name: k for k, (name, _) in enumerate(_DTYPES)}
+
+
+class TensorEntry(NamedTuple):
+    """One tensor of an archive: its dtype, shape and bytes [start, end) in the original file."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    start: int
+    end: int
+
+
+class Framework:
+    """How one framework allocates the memory a tensor is decoded into, and views it."""
+
+    name = ""
+
+    def empty(self, nbytes: int) -> tuple[Any, Any]:
+        """A new uninitialised byte array of `nbytes` and a writable buffer over its memory."""
+        raise NotImplementedError
+
+    def view(self, raw: Any, dtype: str, shape: tuple[int, ...]) -> Any:
+        """`raw` (from `empty`) seen as an array of `dtype` and `shape`, without a copy."""
+        raise NotImplementedError
+
+    def to_device(self, t: Any, device: str) -> Any:
+        """`t` moved to `device`."""
+        if device != "cpu":
+            raise ValueError(f"device {device!r}: {self.name} arrays live on the CPU only")
+        return t
+
+
+def framework(name: str) -> Framework:
+    """The framework called `name` ("pt"/"torch" or "np"/"numpy")."""
+    if name in ("pt", "torch"):
+        from .torch import TORCH
+
+        return TORCH
+    if name in ("np", "numpy"):
+        from .numpy import NUMPY
+
+        return NUMPY
+    raise ValueError(f'framework must be "pt" or "np", not {name!r}')
+
+
+def _missing(name: str, names: Iterable[str], where: str) -> KeyError:
+    close = difflib.get_close_matches(name, list(names), n=3, cutoff=0.6)
+    hint = f"; closest: {', '.join(repr(c) for c in close)}" if close else ""
+    return KeyError(f"no tensor named {name!r} in {where}{hint}")
+
+
+class Archive:
+    """An open archive: its tensors by name, its metadata, and decoding into new arrays."""
+
+    def __init__(self, source: str | os.PathLike | bytes, threads: int | None = None):
+        if not isinstance(source, (bytes, bytearray, memoryview)):
+            source = os.fspath(source)
+            self.where = source
+        else:
+            source = bytes(source)
+            self.where = "the archive in memory"
+        self._reader = _sc.Reader(source, threads)
+        text = self._reader.header_json()
+        if text is None:
+            raise ScError(
+                f"{self.where}: a generic archive (its original file is not safetensors): "
+                "restore it with sc.decompress_file"
+            )
+        header = json.loads(text)
+        meta = header.get("__metadata__")
+        self.metadata: dict[str, str] | None = dict(meta) if isinstance(meta, dict) else None
+        self.tensors = {
+            name: TensorEntry(name, dtype, tuple(shape), start, end)
+            for name, dtype, shape, start, end in self._reader.tensors()
+        }
+
+    def entry(self, name: str) -> TensorEntry:
+        """The tensor called `name`; a KeyError naming the closest names otherwise."""
+        try:
+            return self.tensors[name]
+        except KeyError:
+            raise _missing(name, self.tensors, self.where) from None
+
+    def keys(self) -> list[str]:
+        """Tensor names, sorted (as safetensors' `keys()`)."""
+        return sorted(self.tensors)
+
+    def load(self, fw: Framework, entries: list[TensorEntry], rows: range | None = None) -> list:
+        """Decodes `entries` (or rows `rows` of the first dimension of the single entry) into
+        new arrays of `fw`, all in one pass over their blocks."""
+        raws, buffers, ranges, shapes = [], [], [], []
+        for e in entries:
+            width = WIDTH.get(e.dtype)
+            if width is None:
+                raise ScError(f"{self.where}: tensor {e.name!r} has dtype {e.dtype}, which sc cannot load")
+            count = math.prod(e.shape)
+            if count * width != e.end - e.start:
+                raise ScError(
+                    f"{self.where}: tensor {e.name!r}: shape {list(e.shape)} of {e.dtype} needs "
+                    f"{count * width} bytes, the header gives {e.end - e.start}"
+                )
+            start, end, shape = e.start, e.end, e.shape
+            if rows is not None:
+                row = (e.end - e.start) // e.shape[0] if e.shape and e.shape[0] else 0
+                start, end = e.start + rows.start * row, e.start + rows.stop * row
+                shape = (len(rows),) + e.shape[1:]
+            raw, buf = fw.empty(end - start)
+            raws.append(raw)
+            buffers.append(buf)
+            ranges.append((start, end))
+            shapes.append(shape)
+        self._reader.read_into(ranges, buffers)
+        return [fw.view(r, e.dtype, s) for r, e, s in zip(raws, entries, shapes)]
+
+    def load_all(self, fw: Framework, device: str = "cpu") -> dict[str, Any]:
+        """Every tensor, by name, in the order their bytes lie in the file (as safetensors'
+        `load_file`)."""
+        names = list(self.tensors)
+        arrays = self.load(fw, [self.tensors[n] for n in names])
+        out = {}
+        for n, a in zip(names, arrays):
+            out[n] = fw.to_device(a, device)
+        return out
+
+    def stats(self) -> dict[str, int]:
+        """Blocks and bytes read and decoded since the archive was opened, and the archive's
+        total number of blocks."""
+        s = dict(self._reader.stats())
+        s["blocks"] = self._reader.info()["blocks"]
+        return s
+
+    def info(self) -> dict[str, Any]:
+        """Mode, block size, number of blocks, archive and original lengths."""
+        return dict(self._reader.info())
+
+    def close(self) -> None:
+        self._reader.close()
+
+
+class _Slice:
+    """A tensor that is decoded only where it is indexed: `f.get_slice(name)[a:b]` decodes the
+    blocks that hold rows a..b of its first dimension."""
+
+    def __init__(self, archive: Archive, fw: Framework, entry: TensorEntry, device: str):
+        self._archive, self._fw, self._entry, self._device = archive, fw, entry, device
+
+    def get_shape(self) -> list[int]:
+        """The tensor's shape."""
+        return list(self._entry.shape)
+
+    def get_dtype(self) -> str:
+        """The tensor's safetensors dtype, such as "BF16"."""
+        return self._entry.dtype
+
+    def __len__(self) -> int:
+        if not self._entry.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self._entry.shape[0]
+
+    def __getitem__(self, key: Any) -> Any:
+        e = self._entry
+        rest: tuple = ()
+        if isinstance(key, tuple):
+            key, rest = (key[0], key[1:]) if key else (slice(None), ())
+        if key is Ellipsis:
+            key, rest = slice(None), (Ellipsis,) + rest
+        if not e.shape:
+            if key != slice(None):
+                raise IndexError("a 0-d tensor takes no index but [:] or [...]")
+            (t,) = self._archive.load(self._fw, [e])
+            return self._fw.to_device(t[rest] if rest else t, self._device)
+        n = e.shape[0]
+        if isinstance(key, slice):
+            first = range(n)[key]
+            lo = min(first) if len(first) else 0
+            rows = range(lo, max(first) + 1) if len(first) else range(0, 0)
+            # Rows in between are decoded anyway (they share blocks); a step picks among them.
+            pick: Any = slice(None) if first.step == 1 else [i - lo for i in first]
+        elif isinstance(key, int) or hasattr(key, "__index__"):
+            k = int(key)
+            if not -n <= k < n:
+                raise IndexError(f"index {k} is out of bounds for dimension 0 of size {n}")
+            k %= n
+            rows, pick = range(k, k + 1), 0
+        else:
+            raise TypeError("get_slice indexes the first dimension with an int or a slice")
+        (t,) = self._archive.load(self._fw, [e], rows)
+        t = t[(pick,) + rest]
+        return self._fw.to_device(t, self._device)
+
+
+class safe_open:
+    """Opens an archive like `safetensors.safe_open`: `keys()`, `metadata()`, `get_tensor(name)`
+    and `get_slice(name)`, each decoding only the blocks that hold what is asked for.
+
+    `framework` is "pt" (torch tensors) or "np" (NumPy arrays; BF16 and FP8 as `ml_dtypes`
+    types); `device` other than "cpu" (torch only) decodes on the CPU and moves the tensor.
+    `threads` decoding threads (default: all cores). Use it as a context manager, or call
+    `close()`.
+    """
+
+    def __init__(self, filename: str | os.PathLike, framework: str = "pt", device: str = "cpu", threads: int | None = None):
+        self._fw = _framework(framework)
+        self._device = str(device)
+        self._archive = Archive(filename, threads)
+
+    def __enter__(self) -> "safe_open":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Releases the archive file."""
+        self._archive.close()
+
+    def keys(self) -> list[str]:
+        """Tensor names, sorted."""
+        return self._archive.keys()
+
+    def offset_keys(self) -> list[str]:
+        """Tensor names in the order their bytes lie in the file."""
+        return sorted(self._archive.tensors, key=lambda n: self._archive.tensors[n].start)
+
+    def metadata(self) -> dict[str, str] | None:
+        """The header's `__metadata__`, or None."""
+        return None if self._archive.metadata is None else dict(self._archive.metadata)
+
+    def get_tensor(self, name: str) -> Any:
+        """The tensor `name`, decoded from its blocks only; KeyError (with the closest names) if
+        there is none."""
+        (t,) = self._archive.load(self._fw, [self._archive.entry(name)])
+        return self._fw.to_device(t, self._device)
+
+    def get_slice(self, name: str) -> _Slice:
+        """The tensor `name`, to be indexed on its first dimension: `get_slice(name)[0:128]`."""
+        return _Slice(self._archive, self._fw, self._archive.entry(name), self._device)
+
+    def stats(self) -> dict[str, int]:
+        """`blocks_decoded`, `bytes_decoded`, `block_bytes_read` and `archive_bytes_read` so far,
+        and `blocks`, the archive's total."""
+        return self._archive.stats()
+
+    def info(self) -> dict[str, Any]:
+        """Mode, block size, number of blocks, archive and original lengths."""
+        return self._archive.info()
+
+
+_framework = framework
+
+
+def safetensors_parts(
+    tensors: list[tuple[str, str, list[int], Any]], metadata: dict[str, str] | None
+) -> list[Any]:
+    """The pieces of the safetensors file holding `tensors` (name, dtype, shape, buffer of its
+    bytes), laid out as the safetensors package writes it: JSON header, then the data ordered by
+    dtype (widest first) and name. `metadata` keeps its order."""
+    if metadata is not None:
+        if not isinstance(metadata, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()
+        ):
+            raise ValueError("metadata must be a dict of str to str")
+    names = [t[0] for t in tensors]
+    if len(set(names)) != len(names):
+        raise ValueError("tensor names must be unique")
+    order = sorted(tensors, key=lambda t: (-_RANK[t[1]], t[0]))
+    header: dict[str, Any] = {}
+    if metadata is not None:
+        header["__metadata__"] = metadata
+    pos = 0
+    for name, dtype, shape, buf in order:
+        n = memoryview(buf).nbytes
+        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [pos, pos + n]}
+        pos += n
+    text = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode()
+    text += b" " * (-len(text) % 8)
+    return [struct.pack("<Q", len(text)) + text] + [t[3] for t in order]
+
+
+def encode(
+    parts: list[Any],
+    path: str | os.PathLike | None,
+    mode: str,
+    block_size: int | None = None,
+    threads: int | None = None,
+) -> bytes | None:
+    """Encodes the concatenated `parts` to `path` (replacing it), or returns the archive."""
+    return _sc.encode_parts(
+        parts,
+        None if path is None else os.fspath(path),
+        mode=mode,
+        block_size=block_size,
+        threads=threads,
+        overwrite=True,
+    )
+
+
+def compress_file(
+    src: str | os.PathLike,
+    dst: str | os.PathLike,
+    mode: str = "fast",
+    block_size: int | None = None,
+    threads: int | None = None,
+    *,
+    md5: bool | None = None,
+    overwrite: bool = False,
+) -> dict[str, Any]:
+    """Compresses the file `src` (safetensors or any other) into the archive `dst`, as
+    `sc encode` does. `mode` "fast" or "best"; `block_size` in bytes (even, 4 KiB to 64 MiB,
+    default 1 MiB); `threads` (default: all cores); `md5` records the whole file's MD5 (default:
+    BEST only). The archive is written to a temporary file beside `dst` and renamed into place;
+    an existing `dst` raises FileExistsError unless `overwrite`. Returns `original_len`,
+    `archive_len`, `blocks`, `safetensors` (whether the header was recognised) and `md5`."""
+    return dict(
+        _sc.compress_file(
+            os.fspath(src), os.fspath(dst), mode=mode, block_size=block_size, md5=md5,
+            threads=threads, overwrite=overwrite,
+        )
+    )
+
+
+def decompress_file(
+    src: str | os.PathLike,
+    dst: str | os.PathLike,
+    threads: int | None = None,
+    *,
+    check_md5: bool = False,
+    overwrite: bool = False,
+) -> dict[str, Any]:
+    """Restores the original file of the archive `src` as `dst`, byte for byte, as `sc decode`
+    does: every block's checksum is checked, and with `check_md5` the recorded MD5 of the whole
+    file. Written to a temporary file and renamed into place; an existing `dst` raises
+    FileExistsError unless `overwrite`. Returns `original_len`, `archive_len`, `blocks`, `md5`
+    (when computed) and `recorded_md5`."""
+    return dict(
+        _sc.decompress_file(
+            os.fspath(src), os.fspath(dst), threads=threads, check_md5=check_md5,
+            overwrite=overwrite,
+        )
+    )
+
+
+def verify(path: str | os.PathLike, threads: int | None = None) -> dict[str, Any]:
+    """Decodes the archive `path` without writing anything, as `sc verify` does: checks every
+    block and the recorded MD5 when there is one, and raises ScError on any failure. Returns
+    `original_len`, `archive_len`, `blocks`, `md5` (of the restored file) and `recorded_md5`."""
+    return dict(_sc.verify(os.fspath(path), threads=threads))
+
+
+def load_file(path: str | os.PathLike, fw: Framework, device: str, threads: int | None) -> dict[str, Any]:
+    """Every tensor of the archive at `path`."""
+    a = Archive(path, threads)
+    try:
+        return a.load_all(fw, device)
+    finally:
+        a.close()
+
+
+def load_bytes(data: bytes, fw: Framework, threads: int | None) -> dict[str, Any]:
+    """Every tensor of the archive `data`."""
+    a = Archive(data, threads)
+    try:
+        return a.load_all(fw)
+    finally:
+        a.close()
+
+
+def save(
+    items: list[tuple[str, str, list[int], Any]],
+    path: str | os.PathLike | None,
+    metadata: dict[str, str] | None,
+    mode: str,
+    block_size: int | None,
+    threads: int | None,
+) -> bytes | None:
+    """Encodes the safetensors file of `items()` to `path`, or returns the archive."""
+    return encode(safetensors_parts(items, metadata), path, mode, block_size, threads)

@@ -1,0 +1,93 @@
+"""NumPy arrays from and to `.sc` archives, as `safetensors.numpy` does with safetensors files.
+
+BF16 and FP8 tensors come back as `ml_dtypes.bfloat16`, `float8_e4m3fn` and `float8_e5m2`
+arrays. Each array is decoded straight into its own memory; the GIL is released meanwhile.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from . import _core
+
+_NP = {
+    "BOOL": np.dtype(np.bool_), "U8": np.dtype(np.uint8), "I8": np.dtype(np.int8),
+    "F8_E5M2": np.dtype(ml_dtypes.float8_e5m2), "F8_E4M3": np.dtype(ml_dtypes.float8_e4m3fn),
+    "I16": np.dtype(np.int16), "U16": np.dtype(np.uint16), "F16": np.dtype(np.float16),
+    "BF16": np.dtype(ml_dtypes.bfloat16), "I32": np.dtype(np.int32), "U32": np.dtype(np.uint32),
+    "F32": np.dtype(np.float32), "C64": np.dtype(np.complex64), "F64": np.dtype(np.float64),
+    "I64": np.dtype(np.int64), "U64": np.dtype(np.uint64),
+}
+_NAMES = {dt: name for name, dt in _NP.items()}
+
+
+class _Numpy(_core.Framework):
+    name = "numpy"
+
+    def empty(self, nbytes: int) -> tuple[Any, Any]:
+        raw = np.empty(nbytes, dtype=np.uint8)
+        return raw, raw
+
+    def view(self, raw: Any, dtype: str, shape: tuple[int, ...]) -> Any:
+        return raw.view(_NP[dtype]).reshape(shape)
+
+
+NUMPY = _Numpy()
+
+
+def load_file(filename: str | os.PathLike, device: str = "cpu", threads: int | None = None) -> dict[str, np.ndarray]:
+    """Every tensor of the archive `filename` as a NumPy array, by name.
+
+    Decodes the whole archive in one parallel pass, each tensor into its array's own memory.
+    Raises FileNotFoundError for a missing file and `sc.ScError` for a corrupt, truncated or
+    non-sc one."""
+    return _core.load_file(filename, NUMPY, device, threads)
+
+
+def load(data: bytes, threads: int | None = None) -> dict[str, np.ndarray]:
+    """Every tensor of the archive `data` (the bytes of a `.sc` file) as a NumPy array."""
+    return _core.load_bytes(data, NUMPY, threads)
+
+
+def _items(tensors: dict[str, np.ndarray]) -> list[tuple[str, str, list[int], Any]]:
+    items = []
+    for name, a in tensors.items():
+        if not isinstance(a, np.ndarray):
+            raise ValueError(f"{name!r} is not a numpy array")
+        dt = a.dtype.newbyteorder("<") if a.dtype.byteorder == ">" else a.dtype
+        if dt not in _NAMES:
+            raise ValueError(f"{name!r}: dtype {a.dtype} has no safetensors equivalent")
+        a = np.ascontiguousarray(a, dtype=dt)
+        items.append((name, _NAMES[dt], list(a.shape), a.reshape(-1).view(np.uint8)))
+    return items
+
+
+def save_file(
+    tensor_dict: dict[str, np.ndarray],
+    filename: str | os.PathLike,
+    metadata: dict[str, str] | None = None,
+    mode: str = "fast",
+    block_size: int | None = None,
+    threads: int | None = None,
+) -> None:
+    """Writes `tensor_dict` as an archive of the safetensors file `safetensors.numpy.save_file`
+    would write (so `sc decode` gives that file back byte for byte). `mode` "fast" or "best".
+    Replaces `filename` through a temporary file renamed into place."""
+    _core.save(_items(tensor_dict), filename, metadata, mode, block_size, threads)
+
+
+def save(
+    tensor_dict: dict[str, np.ndarray],
+    metadata: dict[str, str] | None = None,
+    mode: str = "fast",
+    block_size: int | None = None,
+    threads: int | None = None,
+) -> bytes:
+    """The archive `save_file` would write, as bytes."""
+    out = _core.save(_items(tensor_dict), None, metadata, mode, block_size, threads)
+    assert out is not None
+    return out

@@ -1,0 +1,124 @@
+"""PyTorch tensors from and to `.sc` archives, as `safetensors.torch` does with safetensors files.
+
+Each tensor is decoded straight into its own memory on the CPU, with the GIL released; a
+`device` other than "cpu" (such as "cuda") decodes on the CPU and then moves each tensor.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import torch
+
+from . import _core
+
+_TORCH = {
+    "BOOL": torch.bool, "U8": torch.uint8, "I8": torch.int8, "I16": torch.int16,
+    "F16": torch.float16, "BF16": torch.bfloat16, "I32": torch.int32, "F32": torch.float32,
+    "C64": torch.complex64, "F64": torch.float64, "I64": torch.int64,
+}
+for _name, _attr in [("F8_E5M2", "float8_e5m2"), ("F8_E4M3", "float8_e4m3fn"), ("U16", "uint16"),
+                     ("U32", "uint32"), ("U64", "uint64")]:
+    if hasattr(torch, _attr):
+        _TORCH[_name] = getattr(torch, _attr)
+_NAMES = {dt: name for name, dt in _TORCH.items()}
+
+
+class _Torch(_core.Framework):
+    name = "torch"
+
+    def empty(self, nbytes: int) -> tuple[Any, Any]:
+        raw = torch.empty(nbytes, dtype=torch.uint8)
+        return raw, raw.numpy()
+
+    def view(self, raw: Any, dtype: str, shape: tuple[int, ...]) -> Any:
+        if dtype not in _TORCH:
+            raise _core.ScError(f"dtype {dtype} has no torch equivalent in torch {torch.__version__}")
+        return raw.view(_TORCH[dtype]).reshape(shape)
+
+    def to_device(self, t: Any, device: str) -> Any:
+        return t if device == "cpu" else t.to(device)
+
+
+TORCH = _Torch()
+
+
+def load_file(filename: str | os.PathLike, device: str = "cpu", threads: int | None = None) -> dict[str, torch.Tensor]:
+    """Every tensor of the archive `filename`, by name (as `safetensors.torch.load_file`).
+
+    Decodes the whole archive in one parallel pass, each tensor into its own memory. Raises
+    FileNotFoundError for a missing file and `sc.ScError` for a corrupt, truncated or non-sc
+    one."""
+    return _core.load_file(filename, TORCH, str(device), threads)
+
+
+def load(data: bytes, threads: int | None = None) -> dict[str, torch.Tensor]:
+    """Every tensor of the archive `data` (the bytes of a `.sc` file)."""
+    return _core.load_bytes(data, TORCH, threads)
+
+
+def _items(tensors: dict[str, torch.Tensor]) -> list[tuple[str, str, list[int], Any]]:
+    items = []
+    for name, t in tensors.items():
+        if not isinstance(t, torch.Tensor):
+            raise ValueError(f"{name!r} is not a torch.Tensor")
+        if t.layout != torch.strided:
+            raise ValueError(f"{name!r}: only dense tensors can be saved, not {t.layout}")
+        if t.dtype not in _NAMES:
+            raise ValueError(f"{name!r}: dtype {t.dtype} has no safetensors equivalent")
+        flat = t.detach().to("cpu").contiguous().reshape(-1)
+        items.append((name, _NAMES[t.dtype], list(t.shape), flat.view(torch.uint8).numpy()))
+    return items
+
+
+def save_file(
+    tensors: dict[str, torch.Tensor],
+    filename: str | os.PathLike,
+    metadata: dict[str, str] | None = None,
+    mode: str = "fast",
+    block_size: int | None = None,
+    threads: int | None = None,
+) -> None:
+    """Writes `tensors` as an archive of the safetensors file `safetensors.torch.save_file` would
+    write (so `sc decode` gives that file back byte for byte). `mode` "fast" or "best". Replaces
+    `filename` through a temporary file renamed into place."""
+    _core.save(_items(tensors), filename, metadata, mode, block_size, threads)
+
+
+def save(
+    tensors: dict[str, torch.Tensor],
+    metadata: dict[str, str] | None = None,
+    mode: str = "fast",
+    block_size: int | None = None,
+    threads: int | None = None,
+) -> bytes:
+    """The archive `save_file` would write, as bytes."""
+    out = _core.save(_items(tensors), None, metadata, mode, block_size, threads)
+    assert out is not None
+    return out
+
+
+def load_model(
+    model: torch.nn.Module,
+    filename: str | os.PathLike,
+    strict: bool = True,
+    device: str = "cpu",
+    threads: int | None = None,
+) -> tuple[list[str], list[str]]:
+    """Loads the archive `filename` into `model` (as `safetensors.torch.load_model`) and returns
+    the missing and unexpected names.
+
+    Parameters tied to one that the archive holds (saved once, as `safetensors.torch.save_model`
+    does) are not missing. With `strict`, any missing or unexpected name raises RuntimeError."""
+    state = load_file(filename, device=device, threads=threads)
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    own = model.state_dict()
+    loaded = {own[n].data_ptr() for n in state if n in own and own[n].numel()}
+    missing = [n for n in missing if not (own[n].numel() and own[n].data_ptr() in loaded)]
+    if strict and (missing or unexpected):
+        raise RuntimeError(
+            f"Error(s) in loading state_dict for {type(model).__name__}: "
+            f"missing keys: {missing}; unexpected keys: {list(unexpected)}"
+        )
+    return missing, list(unexpected)

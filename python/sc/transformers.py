@@ -1,0 +1,74 @@
+"""Hugging Face transformers models from folders of `.sc` archives.
+
+`sc encode DIR -o OUT` turns a checkpoint folder into one whose weights are
+`*.safetensors.sc` archives beside the untouched config, tokenizer files and
+`model.safetensors.index.json`. `from_pretrained(model_class, OUT)` loads it as
+`model_class.from_pretrained(DIR)` loads the original. Tokenizers and other files load from
+OUT as usual (`AutoTokenizer.from_pretrained(OUT)`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from . import torch as sc_torch
+
+_INDEX = "model.safetensors.index.json"
+
+
+def shard_archives(folder: str | os.PathLike) -> list[str]:
+    """The archives holding the weights of `folder`: the shards its safetensors index names
+    (each as `NAME.sc`), or its single `model.safetensors.sc`."""
+    folder = os.fspath(folder)
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(2, "No such directory", folder)
+    index = os.path.join(folder, _INDEX)
+    if os.path.exists(index):
+        with open(index, encoding="utf-8") as f:
+            weight_map = json.load(f).get("weight_map", {})
+        shards = sorted(set(weight_map.values()))
+    else:
+        shards = ["model.safetensors"]
+    paths = [os.path.join(folder, s + ".sc") for s in shards]
+    for p in paths:
+        if not os.path.exists(p):
+            raise FileNotFoundError(2, "No such archive (encode the folder with `sc encode DIR -o OUT`)", p)
+    return paths
+
+
+def load_state_dict(folder: str | os.PathLike, device: str = "cpu", threads: int | None = None) -> dict[str, Any]:
+    """Every tensor of every weight archive of `folder`, by name."""
+    state: dict[str, Any] = {}
+    for path in shard_archives(folder):
+        state.update(sc_torch.load_file(path, device=device, threads=threads))
+    return state
+
+
+def from_pretrained(model_class: Any, folder: str | os.PathLike, **kwargs: Any) -> Any:
+    """`model_class.from_pretrained(folder, **kwargs)` for a folder whose weights are `.sc`
+    archives (single-file or sharded): the config is read from `folder` (unless `config=` is
+    given), the weights are decoded from the archives, and both are handed to
+    `model_class.from_pretrained` (any transformers model class or `Auto*` class). `threads=`
+    sets the decoding threads; other keyword arguments go to `from_pretrained`."""
+    from transformers import AutoConfig
+
+    threads = kwargs.pop("threads", None)
+    config = kwargs.pop("config", None)
+    archives = shard_archives(folder)
+    if config is None:
+        config_class = getattr(model_class, "config_class", None) or AutoConfig
+        config = config_class.from_pretrained(os.fspath(folder))
+    # An Auto* class picks the model class from the config, as its from_pretrained does.
+    mapping = getattr(model_class, "_model_mapping", None)
+    if mapping is not None:
+        if type(config) not in mapping:
+            raise ValueError(f"{model_class.__name__} has no model for {type(config).__name__}")
+        model_class = mapping[type(config)]
+    state: dict[str, Any] = {}
+    for path in archives:
+        state.update(sc_torch.load_file(path, threads=threads))
+    model = model_class.from_pretrained(None, config=config, state_dict=state, **kwargs)
+    model.config.name_or_path = os.fspath(folder)
+    return model

@@ -1,0 +1,657 @@
+//! `sc._sc`: the native half of the `sc` Python package.
+//!
+//! A thin layer over the `sc` library: it opens archives, decodes byte ranges straight into
+//! buffers that Python allocated (the memory of the arrays and tensors it returns), and encodes
+//! from Python buffers. The GIL is released while the library works, and every entry point turns
+//! library errors into `sc.ScError` and a panic into an exception instead of an abort.
+
+use pyo3::buffer::PyBuffer;
+use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+use rayon::ThreadPool;
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter, Cursor, Read, Seek, SeekFrom, Write};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+pyo3::create_exception!(
+    sc,
+    ScError,
+    PyValueError,
+    "A corrupt, truncated or unreadable archive, or an invalid argument: the message is the \
+     one-line message the sc command line prints."
+);
+
+/// The failures of the binding: the library's own, a file that cannot be opened (an `OSError`
+/// subclass chosen by errno, like `open()` raises), or a Python-side error.
+enum Failure {
+    Sc(sc::Error),
+    Os(io::Error, PathBuf),
+    Py(PyErr),
+}
+
+impl From<sc::Error> for Failure {
+    fn from(e: sc::Error) -> Self {
+        Failure::Sc(e)
+    }
+}
+
+impl Failure {
+    fn into_py(self, context: Option<&Path>) -> PyErr {
+        match self {
+            Failure::Sc(e) => match context {
+                Some(p) => ScError::new_err(format!("{}: {e}", p.display())),
+                None => ScError::new_err(e.to_string()),
+            },
+            Failure::Os(e, path) => {
+                // Errors that carry no errno (tempfile's, say) still have a kind.
+                let errno = e.raw_os_error().unwrap_or(match e.kind() {
+                    io::ErrorKind::NotFound => 2,
+                    io::ErrorKind::PermissionDenied => 13,
+                    io::ErrorKind::AlreadyExists => 17,
+                    _ => 0,
+                });
+                let text = e.to_string();
+                // OSError(errno, strerror, filename) picks FileNotFoundError etc. by errno.
+                let strerror = text.split(" (os error").next().unwrap_or(&text).to_string();
+                PyOSError::new_err((errno, strerror, path.display().to_string()))
+            }
+            Failure::Py(e) => e,
+        }
+    }
+}
+
+type Res<T> = Result<T, Failure>;
+
+fn invalid(msg: String) -> Failure {
+    Failure::Sc(sc::Error::InvalidArgument(msg))
+}
+
+/// Runs `f` without the GIL, on a pool of `pool`'s threads when given, turning a panic into an
+/// error so that no bytes can abort the interpreter.
+fn run<T: Send>(
+    py: Python<'_>,
+    pool: Option<&ThreadPool>,
+    context: Option<&Path>,
+    f: impl FnOnce() -> Res<T> + Send,
+) -> PyResult<T> {
+    let out = py.detach(|| {
+        catch_unwind(AssertUnwindSafe(|| match pool {
+            Some(p) => p.install(f),
+            None => f(),
+        }))
+    });
+    match out {
+        Ok(r) => r.map_err(|e| e.into_py(context)),
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            let at = context.map(|p| format!("{}: ", p.display()));
+            Err(ScError::new_err(format!(
+                "{}internal error (a bug in sc, please report it): {what}",
+                at.unwrap_or_default()
+            )))
+        }
+    }
+}
+
+/// A pool of `threads` threads, or `None` for rayon's global pool (all cores).
+fn thread_pool(threads: Option<usize>) -> PyResult<Option<Arc<ThreadPool>>> {
+    match threads {
+        None => Ok(None),
+        Some(0) => Err(ScError::new_err(
+            "invalid argument: threads must be at least 1",
+        )),
+        Some(n) => rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build()
+            .map(|p| Some(Arc::new(p)))
+            .map_err(|e| ScError::new_err(format!("cannot start worker threads: {e}"))),
+    }
+}
+
+fn open(path: &Path) -> Res<File> {
+    let f = File::open(path).map_err(|e| Failure::Os(e, path.into()))?;
+    let meta = f.metadata().map_err(|e| Failure::Os(e, path.into()))?;
+    if meta.is_dir() {
+        return Err(Failure::Os(io::Error::from_raw_os_error(21), path.into()));
+    }
+    Ok(f)
+}
+
+/// Where an open archive's bytes come from.
+enum Source {
+    File(BufReader<File>),
+    Memory(Cursor<Vec<u8>>),
+}
+
+impl Read for Source {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Source::File(f) => f.read(buf),
+            Source::Memory(m) => m.read(buf),
+        }
+    }
+}
+
+impl Seek for Source {
+    fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
+        match self {
+            Source::File(f) => f.seek(pos),
+            Source::Memory(m) => m.seek(pos),
+        }
+    }
+}
+
+/// Writes a run of the original file into the target buffers that lie in it, in order, and
+/// drops the bytes between them.
+struct Scatter<'a> {
+    /// (offset in the original file, where its bytes go), sorted by offset.
+    targets: Vec<(u64, &'a mut [u8])>,
+    /// Offset of the next byte written.
+    pos: u64,
+    next: usize,
+}
+
+impl Write for Scatter<'_> {
+    fn write(&mut self, mut buf: &[u8]) -> io::Result<usize> {
+        let n = buf.len();
+        while !buf.is_empty() && self.next < self.targets.len() {
+            let (start, dst) = &mut self.targets[self.next];
+            if self.pos < *start {
+                let skip = (*start - self.pos).min(buf.len() as u64) as usize;
+                self.pos += skip as u64;
+                buf = &buf[skip..];
+                continue;
+            }
+            let from = (self.pos - *start) as usize;
+            let take = (dst.len() - from).min(buf.len());
+            dst[from..from + take].copy_from_slice(&buf[..take]);
+            self.pos += take as u64;
+            buf = &buf[take..];
+            if from + take == dst.len() {
+                self.next += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A tensor as Python sees it: name, dtype, shape, and its bytes' start and end in the original
+/// file.
+type TensorRow = (String, String, Vec<u64>, u64, u64);
+
+/// An archive opened for reading tensors (`sc.safe_open` and the `load` functions use it).
+#[pyclass(module = "sc._sc")]
+struct Reader {
+    archive: Mutex<Option<sc::Archive<Source>>>,
+    pool: Option<Arc<ThreadPool>>,
+    /// The file, for error messages (`None` for archives in memory).
+    path: Option<PathBuf>,
+}
+
+impl Reader {
+    fn with<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut sc::Archive<Source>) -> Res<T> + Send,
+    ) -> PyResult<T> {
+        run(py, self.pool.as_deref(), self.path.as_deref(), || {
+            let mut guard = self.archive.lock().unwrap_or_else(|e| e.into_inner());
+            match guard.as_mut() {
+                Some(a) => f(a),
+                None => Err(invalid("the archive is closed".into())),
+            }
+        })
+    }
+}
+
+#[pymethods]
+impl Reader {
+    /// Opens `source`, a path or the bytes of an archive, reading its header, index and
+    /// trailer; `threads` decoding threads (default: all cores).
+    #[new]
+    #[pyo3(signature = (source, threads=None))]
+    fn new(py: Python<'_>, source: &Bound<'_, PyAny>, threads: Option<usize>) -> PyResult<Self> {
+        let pool = thread_pool(threads)?;
+        let (input, path) = match source.cast::<PyBytes>() {
+            Ok(b) => (Err(b.as_bytes().to_vec()), None),
+            Err(_) => {
+                let p: PathBuf = source.extract()?;
+                (Ok(p.clone()), Some(p))
+            }
+        };
+        let archive = run(py, None, path.as_deref(), || {
+            let source = match input {
+                Ok(p) => Source::File(BufReader::with_capacity(64 << 10, open(&p)?)),
+                Err(bytes) => Source::Memory(Cursor::new(bytes)),
+            };
+            Ok(sc::Archive::open(source)?)
+        })?;
+        Ok(Reader {
+            archive: Mutex::new(Some(archive)),
+            pool,
+            path,
+        })
+    }
+
+    /// The tensors as (name, dtype, shape, start, end), ordered by where their bytes lie in the
+    /// original file (start and end are offsets in it); empty for a generic archive.
+    fn tensors(&self, py: Python<'_>) -> PyResult<Vec<TensorRow>> {
+        self.with(py, |a| {
+            Ok(a.tensors()
+                .iter()
+                .map(|t| {
+                    let r = a.tensor_range(t);
+                    (
+                        t.name.clone(),
+                        t.dtype_name.clone(),
+                        t.shape.clone(),
+                        r.start,
+                        r.end,
+                    )
+                })
+                .collect())
+        })
+    }
+
+    /// The kept safetensors header's JSON text, or None for a generic archive.
+    fn header_json(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        self.with(py, |a| {
+            let h = a.header();
+            Ok(match h.kind {
+                sc::Kind::Safetensors => h
+                    .prefix
+                    .get(8..)
+                    .map(|j| String::from_utf8_lossy(j).into_owned()),
+                sc::Kind::Generic => None,
+            })
+        })
+    }
+
+    /// Archive facts: mode, block size, blocks, archive and original lengths.
+    fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let (mode, block_size, blocks, archive_len, original_len) = self.with(py, |a| {
+            Ok((
+                a.header().mode.name(),
+                a.header().block_size,
+                a.footer().index.len() as u64,
+                a.archive_len(),
+                a.original_len(),
+            ))
+        })?;
+        let d = PyDict::new(py);
+        d.set_item("mode", mode)?;
+        d.set_item("block_size", block_size)?;
+        d.set_item("blocks", blocks)?;
+        d.set_item("archive_len", archive_len)?;
+        d.set_item("original_len", original_len)?;
+        Ok(d)
+    }
+
+    /// What has been read and decoded since the archive was opened.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.with(py, |a| Ok(a.stats()))?;
+        let d = PyDict::new(py);
+        d.set_item("blocks_decoded", s.blocks_decoded)?;
+        d.set_item("bytes_decoded", s.bytes_decoded)?;
+        d.set_item("block_bytes_read", s.block_bytes_read)?;
+        d.set_item("archive_bytes_read", s.archive_bytes_read)?;
+        Ok(d)
+    }
+
+    /// Decodes bytes `ranges[k]` of the original file into `buffers[k]` (writable, contiguous,
+    /// exactly as long as its range). Ranges must not overlap; nearby ranges are decoded in one
+    /// pass over their blocks, in parallel.
+    fn read_into(
+        &self,
+        py: Python<'_>,
+        ranges: Vec<(u64, u64)>,
+        buffers: Vec<PyBuffer<u8>>,
+    ) -> PyResult<()> {
+        let targets = writable_targets(&ranges, &buffers).map_err(|e| e.into_py(None))?;
+        self.with(py, move |a| {
+            // SAFETY: each buffer is writable and C-contiguous, stays exported (so its memory
+            // stays put) while `buffers` lives, and no two of them overlap (checked above).
+            let targets: Vec<(u64, &mut [u8])> = targets
+                .into_iter()
+                .map(|(start, ptr, len)| unsafe {
+                    (start, std::slice::from_raw_parts_mut(ptr as *mut u8, len))
+                })
+                .collect();
+            read_scattered(a, targets)
+        })
+    }
+
+    /// Releases the file; later calls raise.
+    fn close(&self) {
+        let mut guard = self.archive.lock().unwrap_or_else(|e| e.into_inner());
+        *guard = None;
+    }
+}
+
+/// Checks the buffers against their ranges and returns (start, address, length) per buffer,
+/// sorted by start.
+fn writable_targets(
+    ranges: &[(u64, u64)],
+    buffers: &[PyBuffer<u8>],
+) -> Res<Vec<(u64, usize, usize)>> {
+    if ranges.len() != buffers.len() {
+        return Err(invalid("one buffer is needed per range".into()));
+    }
+    let mut targets = Vec::with_capacity(ranges.len());
+    for (&(start, end), b) in ranges.iter().zip(buffers) {
+        if b.readonly() || !b.is_c_contiguous() {
+            return Err(invalid("buffers must be writable and contiguous".into()));
+        }
+        if end < start || end - start != b.len_bytes() as u64 {
+            return Err(invalid(format!(
+                "a buffer of {} bytes for bytes {start}..{end}",
+                b.len_bytes()
+            )));
+        }
+        if end > start {
+            targets.push((start, b.buf_ptr() as usize, b.len_bytes()));
+        }
+    }
+    targets.sort_unstable();
+    if targets.windows(2).any(|w| w[0].0 + w[0].2 as u64 > w[1].0) {
+        return Err(invalid("ranges overlap".into()));
+    }
+    let mut by_address: Vec<(usize, usize)> = targets.iter().map(|t| (t.1, t.2)).collect();
+    by_address.sort_unstable();
+    if by_address.windows(2).any(|w| w[0].0 + w[0].1 > w[1].0) {
+        return Err(invalid("buffers share memory".into()));
+    }
+    Ok(targets)
+}
+
+/// Decodes the targets' ranges, one pass per run of targets no more than a block apart.
+fn read_scattered(a: &mut sc::Archive<Source>, targets: Vec<(u64, &mut [u8])>) -> Res<()> {
+    let gap = a.header().block_size as u64;
+    let mut run: Vec<(u64, &mut [u8])> = Vec::new();
+    for (start, dst) in targets {
+        if let Some((s, d)) = run.last() {
+            if start > s + d.len() as u64 + gap {
+                flush_run(a, std::mem::take(&mut run))?;
+            }
+        }
+        run.push((start, dst));
+    }
+    flush_run(a, run)
+}
+
+fn flush_run(a: &mut sc::Archive<Source>, run: Vec<(u64, &mut [u8])>) -> Res<()> {
+    let (Some(first), Some(last)) = (run.first(), run.last()) else {
+        return Ok(());
+    };
+    let range = first.0..last.0 + last.1.len() as u64;
+    if range.is_empty() {
+        return Ok(());
+    }
+    let mut out = Scatter {
+        pos: range.start,
+        targets: run,
+        next: 0,
+    };
+    a.read_range_to(range, &mut out)?;
+    Ok(())
+}
+
+fn mode_of(mode: &str) -> PyResult<sc::Mode> {
+    match mode {
+        "fast" => Ok(sc::Mode::Fast),
+        "best" => Ok(sc::Mode::Best),
+        _ => Err(ScError::new_err(format!(
+            "invalid argument: mode must be \"fast\" or \"best\", not {mode:?}"
+        ))),
+    }
+}
+
+fn encode_options(
+    mode: &str,
+    block_size: Option<u64>,
+    md5: Option<bool>,
+) -> PyResult<sc::EncodeOptions> {
+    let mut opts = sc::EncodeOptions::new(mode_of(mode)?);
+    if let Some(b) = block_size {
+        opts.block_size = u32::try_from(b).map_err(|_| {
+            ScError::new_err(format!("invalid argument: block size {b} is too large"))
+        })?;
+    }
+    if let Some(m) = md5 {
+        opts.md5 = m;
+    }
+    Ok(opts)
+}
+
+/// Writes `dst` through a temporary file beside it, renamed into place only once `write`
+/// succeeded; without `overwrite`, an existing `dst` is an error.
+fn write_atomically(
+    dst: &Path,
+    overwrite: bool,
+    write: impl FnOnce(&mut BufWriter<&File>) -> Res<()>,
+) -> Res<()> {
+    let os = |e: io::Error| Failure::Os(e, dst.into());
+    if !overwrite && dst.exists() {
+        return Err(os(io::Error::from_raw_os_error(17)));
+    }
+    let dir = match dst.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let tmp = tempfile::Builder::new()
+        .prefix(".sc-tmp")
+        .tempfile_in(dir)
+        .map_err(os)?;
+    {
+        let mut w = BufWriter::with_capacity(1 << 20, tmp.as_file());
+        write(&mut w)?;
+        w.flush().map_err(os)?;
+    }
+    let persisted = if overwrite {
+        tmp.persist(dst).map(drop)
+    } else {
+        tmp.persist_noclobber(dst).map(drop)
+    };
+    persisted.map_err(|e| os(e.error))
+}
+
+/// Reads Python buffers one after the other.
+struct Parts<'a> {
+    parts: Vec<&'a [u8]>,
+    next: usize,
+}
+
+impl Read for Parts<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while let Some(part) = self.parts.get_mut(self.next) {
+            if part.is_empty() {
+                self.next += 1;
+                continue;
+            }
+            return part.read(buf);
+        }
+        Ok(0)
+    }
+}
+
+/// Encodes the concatenation of `parts` (a safetensors file's header and tensor data) into an
+/// archive written to `dst`, or returned as bytes when `dst` is None.
+#[pyfunction]
+#[pyo3(signature = (parts, dst=None, mode="fast", block_size=None, md5=None, threads=None, overwrite=true))]
+#[allow(clippy::too_many_arguments)]
+fn encode_parts(
+    py: Python<'_>,
+    parts: Vec<PyBuffer<u8>>,
+    dst: Option<PathBuf>,
+    mode: &str,
+    block_size: Option<u64>,
+    md5: Option<bool>,
+    threads: Option<usize>,
+    overwrite: bool,
+) -> PyResult<Option<Py<PyBytes>>> {
+    let opts = encode_options(mode, block_size, md5)?;
+    let pool = thread_pool(threads)?;
+    let mut spans = Vec::with_capacity(parts.len());
+    for b in &parts {
+        if !b.is_c_contiguous() {
+            return Err(ScError::new_err(
+                "invalid argument: buffers must be contiguous",
+            ));
+        }
+        spans.push((b.buf_ptr() as usize, b.len_bytes()));
+    }
+    let total: u64 = spans.iter().map(|s| s.1 as u64).sum();
+    let archive = run(py, pool.as_deref(), dst.as_deref(), || {
+        // SAFETY: the buffers stay exported, so their memory stays put, while `parts` lives.
+        let input = || Parts {
+            parts: spans
+                .iter()
+                .map(|&(p, n)| unsafe { std::slice::from_raw_parts(p as *const u8, n) })
+                .collect(),
+            next: 0,
+        };
+        match &dst {
+            Some(d) => write_atomically(d, overwrite, |w| {
+                sc::encode(input(), Some(total), w, &opts, &mut |_| {})?;
+                Ok(())
+            })
+            .map(|()| None),
+            None => {
+                let mut out = Vec::new();
+                sc::encode(input(), Some(total), &mut out, &opts, &mut |_| {})?;
+                Ok(Some(out))
+            }
+        }
+    })?;
+    drop(parts);
+    Ok(archive.map(|a| PyBytes::new(py, &a).unbind()))
+}
+
+/// Compresses the file `src` into the archive `dst`.
+#[pyfunction]
+#[pyo3(signature = (src, dst, mode="fast", block_size=None, md5=None, threads=None, overwrite=false))]
+#[allow(clippy::too_many_arguments)]
+fn compress_file<'py>(
+    py: Python<'py>,
+    src: PathBuf,
+    dst: PathBuf,
+    mode: &str,
+    block_size: Option<u64>,
+    md5: Option<bool>,
+    threads: Option<usize>,
+    overwrite: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let opts = encode_options(mode, block_size, md5)?;
+    let pool = thread_pool(threads)?;
+    let report = run(py, pool.as_deref(), Some(&src), || {
+        let f = open(&src)?;
+        let len = f.metadata().map_err(|e| Failure::Os(e, src.clone()))?.len();
+        let mut report = None;
+        write_atomically(&dst, overwrite, |w| {
+            report = Some(sc::encode(
+                BufReader::with_capacity(1 << 20, f),
+                Some(len),
+                w,
+                &opts,
+                &mut |_| {},
+            )?);
+            Ok(())
+        })?;
+        report.ok_or_else(|| Failure::Py(ScError::new_err("encoding did not finish")))
+    })?;
+    let d = PyDict::new(py);
+    d.set_item("original_len", report.original_len)?;
+    d.set_item("archive_len", report.archive_len)?;
+    d.set_item("blocks", report.blocks)?;
+    d.set_item("safetensors", matches!(report.kind, sc::Kind::Safetensors))?;
+    d.set_item("md5", report.md5.map(hex))?;
+    Ok(d)
+}
+
+fn hex(d: [u8; 16]) -> String {
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Decodes the archive file `src` into `out`, checking every block and, with `check_md5`, the
+/// recorded MD5 of the whole file.
+fn decode_to(src: &Path, out: impl Write + Send, check_md5: bool) -> Res<sc::DecodeReport> {
+    let f = open(src)?;
+    let opts = sc::DecodeOptions {
+        check_md5,
+        ..Default::default()
+    };
+    Ok(sc::decode_file(&f, out, &opts, &mut |_| {})?)
+}
+
+fn decode_report<'py>(py: Python<'py>, r: &sc::DecodeReport) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("original_len", r.original_len)?;
+    d.set_item("archive_len", r.archive_len)?;
+    d.set_item("blocks", r.blocks)?;
+    d.set_item("md5", r.md5.map(hex))?;
+    d.set_item("recorded_md5", r.stored_md5.map(hex))?;
+    Ok(d)
+}
+
+/// Restores the original file of the archive `src` as `dst`.
+#[pyfunction]
+#[pyo3(signature = (src, dst, threads=None, check_md5=false, overwrite=false))]
+fn decompress_file<'py>(
+    py: Python<'py>,
+    src: PathBuf,
+    dst: PathBuf,
+    threads: Option<usize>,
+    check_md5: bool,
+    overwrite: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let pool = thread_pool(threads)?;
+    let report = run(py, pool.as_deref(), Some(&src), || {
+        let mut report = None;
+        write_atomically(&dst, overwrite, |w| {
+            report = Some(decode_to(&src, w, check_md5)?);
+            Ok(())
+        })?;
+        report.ok_or_else(|| Failure::Py(ScError::new_err("decoding did not finish")))
+    })?;
+    decode_report(py, &report)
+}
+
+/// Decodes the archive `path` without writing anything, checking every block and the
+/// recorded MD5 when there is one.
+#[pyfunction]
+#[pyo3(signature = (path, threads=None))]
+fn verify<'py>(
+    py: Python<'py>,
+    path: PathBuf,
+    threads: Option<usize>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let pool = thread_pool(threads)?;
+    let report = run(py, pool.as_deref(), Some(&path), || {
+        decode_to(&path, io::sink(), true)
+    })?;
+    decode_report(py, &report)
+}
+
+/// The native module.
+#[pymodule]
+fn _sc(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("ScError", m.py().get_type::<ScError>())?;
+    m.add_class::<Reader>()?;
+    m.add_function(wrap_pyfunction!(encode_parts, m)?)?;
+    m.add_function(wrap_pyfunction!(compress_file, m)?)?;
+    m.add_function(wrap_pyfunction!(decompress_file, m)?)?;
+    m.add_function(wrap_pyfunction!(verify, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

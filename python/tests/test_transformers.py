@@ -1,0 +1,74 @@
+"""A tiny transformers model, built from a config here (no network), saved with
+save_pretrained, encoded with `sc encode DIR -o OUT` and loaded back."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+import transformers
+
+import sc
+import sc.transformers
+
+from conftest import run_sc
+
+
+def tiny_bert():
+    torch.manual_seed(0)
+    config = transformers.BertConfig(vocab_size=120, hidden_size=32, num_hidden_layers=2,
+                                     num_attention_heads=2, intermediate_size=48,
+                                     max_position_embeddings=64)
+    return transformers.BertForMaskedLM(config).to(torch.bfloat16)
+
+
+def assert_same_state(a, b):
+    sa, sb = a.state_dict(), b.state_dict()
+    assert sorted(sa) == sorted(sb)
+    for k in sa:
+        assert sa[k].dtype == sb[k].dtype and torch.equal(sa[k], sb[k]), k
+
+
+@pytest.mark.parametrize("shard", [None, "30KB"])
+def test_from_pretrained_equals_the_original(tmp_path, shard):
+    model = tiny_bert()
+    original = tmp_path / "original"
+    kwargs = {"max_shard_size": shard} if shard else {}
+    model.save_pretrained(original, **kwargs)
+    names = os.listdir(original)
+    if shard:
+        assert "model.safetensors.index.json" in names
+        assert sum(n.endswith(".safetensors") for n in names) >= 2
+    else:
+        assert "model.safetensors" in names
+    encoded = tmp_path / "encoded"
+    run_sc("encode", "-q", original, "-o", encoded)
+    assert not any(n.endswith(".safetensors") for n in os.listdir(encoded))
+
+    loaded = sc.transformers.from_pretrained(transformers.BertForMaskedLM, encoded)
+    assert_same_state(model, loaded)
+    reference = transformers.BertForMaskedLM.from_pretrained(original)
+    assert_same_state(reference, loaded)
+    config = loaded.config.to_dict()
+    assert config.pop("_name_or_path") == str(encoded)
+    assert config == {k: v for k, v in reference.config.to_dict().items() if k != "_name_or_path"}
+
+    auto = sc.transformers.from_pretrained(transformers.AutoModelForMaskedLM, encoded, threads=1)
+    assert type(auto) is transformers.BertForMaskedLM
+    assert_same_state(model, auto)
+    ids = torch.tensor([[1, 5, 7, 9]])
+    with torch.no_grad():
+        assert torch.equal(loaded(ids).logits, reference(ids).logits)
+
+
+def test_missing_shard_is_named(tmp_path):
+    tiny_bert().save_pretrained(tmp_path / "o", max_shard_size="30KB")
+    run_sc("encode", "-q", tmp_path / "o", "-o", tmp_path / "e")
+    victim = sorted(p for p in (tmp_path / "e").iterdir() if p.name.endswith(".sc"))[1]
+    victim.unlink()
+    with pytest.raises(FileNotFoundError) as err:
+        sc.transformers.from_pretrained(transformers.BertForMaskedLM, tmp_path / "e")
+    assert err.value.filename == str(victim)
+    with pytest.raises(FileNotFoundError):
+        sc.transformers.from_pretrained(transformers.BertForMaskedLM, tmp_path / "nowhere")
