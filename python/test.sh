@@ -37,7 +37,7 @@ if [ ! -e "$VENV/.complete" ]; then
         echo "python/test.sh: NVIDIA packages were installed" >&2
         exit 1
     fi
-    "$VENV/bin/python" -c 'import torch; x = torch.arange(6.0).reshape(2, 3); assert (x @ x.T).sum().item() == 81.0 and not torch.cuda.is_available()'
+    "$VENV/bin/python" -c 'import torch; x = torch.arange(6.0).reshape(2, 3); assert (x @ x.T).sum().item() == 83.0 and not torch.cuda.is_available()'
     touch "$VENV/.complete"
     echo "python/test.sh: environment ready in $(( $(date +%s) - start )) s"
 fi

@@ -85,6 +85,7 @@ def main(torch_dir):
             elif owner is None and name not in defined:
                 # Unversioned and defined nowhere: any stand-in in the global scope serves.
                 wanted[missing[0]].setdefault(None, {})[name] = kind
+    made = []
     with tempfile.TemporaryDirectory() as tmp:
         for soname, versions in wanted.items():
             c = ["int sc_stub_no_device(void) { return 100; }"]
@@ -110,7 +111,8 @@ def main(torch_dir):
                     f.write("\n".join(script) + "\n")
                 cmd.append(f"-Wl,--version-script={vs}")
             subprocess.run(cmd, check=True)
-            print(f"torch_cpu_stubs: {soname}: {k} symbols")
+            made.append(f"{soname} ({k})")
+    print(f"torch_cpu_stubs: stand-ins (symbols): {', '.join(made)}")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ __all__ = ["ScError", "safe_open", "compress_file", "decompress_file", "verify",
 
 
 def __getattr__(name: str) -> Any:
+    """Imports sc.numpy, sc.torch and sc.transformers on first use."""
     if name in ("numpy", "torch", "transformers"):
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

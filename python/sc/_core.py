@@ -67,6 +67,7 @@ def framework(name: str) -> Framework:
 
 
 def _missing(name: str, names: Iterable[str], where: str) -> KeyError:
+    """The KeyError for an unknown tensor name, naming the closest ones."""
     close = difflib.get_close_matches(name, list(names), n=3, cutoff=0.6)
     hint = f"; closest: {', '.join(repr(c) for c in close)}" if close else ""
     return KeyError(f"no tensor named {name!r} in {where}{hint}")
@@ -157,6 +158,7 @@ class Archive:
         return dict(self._reader.info())
 
     def close(self) -> None:
+        """Releases the archive file."""
         self._reader.close()
 
 

@@ -26,6 +26,8 @@ _NAMES = {dt: name for name, dt in _NP.items()}
 
 
 class _Numpy(_core.Framework):
+    """NumPy arrays, decoded into `numpy.empty` memory."""
+
     name = "numpy"
 
     def empty(self, nbytes: int) -> tuple[Any, Any]:
@@ -54,6 +56,7 @@ def load(data: bytes, threads: int | None = None) -> dict[str, np.ndarray]:
 
 
 def _items(tensors: dict[str, np.ndarray]) -> list[tuple[str, str, list[int], Any]]:
+    """(name, dtype, shape, bytes) of each array, made contiguous and little-endian."""
     items = []
     for name, a in tensors.items():
         if not isinstance(a, np.ndarray):

@@ -26,6 +26,8 @@ _NAMES = {dt: name for name, dt in _TORCH.items()}
 
 
 class _Torch(_core.Framework):
+    """torch tensors on the CPU, decoded into `torch.empty` storage."""
+
     name = "torch"
 
     def empty(self, nbytes: int) -> tuple[Any, Any]:
@@ -59,6 +61,7 @@ def load(data: bytes, threads: int | None = None) -> dict[str, torch.Tensor]:
 
 
 def _items(tensors: dict[str, torch.Tensor]) -> list[tuple[str, str, list[int], Any]]:
+    """(name, dtype, shape, bytes) of each tensor, made contiguous on the CPU."""
     items = []
     for name, t in tensors.items():
         if not isinstance(t, torch.Tensor):

@@ -1,0 +1,68 @@
+"""Type stubs of the native module `sc._sc` (Rust, PyO3)."""
+
+import os
+from typing import Any
+
+from collections.abc import Buffer
+
+__version__: str
+
+class ScError(ValueError):
+    """A corrupt, truncated or unreadable archive, or an invalid argument: the message is the
+    one-line message the sc command line prints."""
+
+class Reader:
+    """An archive opened for reading tensors."""
+
+    def __init__(self, source: str | os.PathLike[str] | bytes, threads: int | None = None) -> None:
+        """Opens `source`, a path or the bytes of an archive, reading its header, index and
+        trailer; `threads` decoding threads (default: all cores)."""
+    def tensors(self) -> list[tuple[str, str, list[int], int, int]]:
+        """(name, dtype, shape, start, end) per tensor, ordered by start: offsets in the
+        original file."""
+    def header_json(self) -> str | None:
+        """The kept safetensors header's JSON text, or None for a generic archive."""
+    def info(self) -> dict[str, Any]:
+        """mode, block_size, blocks, archive_len, original_len."""
+    def stats(self) -> dict[str, int]:
+        """blocks_decoded, bytes_decoded, block_bytes_read, archive_bytes_read so far."""
+    def read_into(self, ranges: list[tuple[int, int]], buffers: list[Buffer]) -> None:
+        """Decodes bytes `ranges[k]` of the original file into the writable, contiguous
+        `buffers[k]`, decoding only the blocks that hold them, with the GIL released."""
+    def close(self) -> None:
+        """Releases the archive; later calls raise ScError."""
+
+def encode_parts(
+    parts: list[Buffer],
+    dst: str | os.PathLike[str] | None = None,
+    mode: str = "fast",
+    block_size: int | None = None,
+    md5: bool | None = None,
+    threads: int | None = None,
+    overwrite: bool = True,
+) -> bytes | None:
+    """Encodes the concatenated `parts` into an archive written to `dst` (through a temporary
+    file renamed into place), or returned when `dst` is None."""
+
+def compress_file(
+    src: str | os.PathLike[str],
+    dst: str | os.PathLike[str],
+    mode: str = "fast",
+    block_size: int | None = None,
+    md5: bool | None = None,
+    threads: int | None = None,
+    overwrite: bool = False,
+) -> dict[str, Any]:
+    """Compresses the file `src` into the archive `dst`."""
+
+def decompress_file(
+    src: str | os.PathLike[str],
+    dst: str | os.PathLike[str],
+    threads: int | None = None,
+    check_md5: bool = False,
+    overwrite: bool = False,
+) -> dict[str, Any]:
+    """Restores the original file of the archive `src` as `dst`."""
+
+def verify(path: str | os.PathLike[str], threads: int | None = None) -> dict[str, Any]:
+    """Decodes the archive `path` without writing, checking every block and the recorded MD5."""
