@@ -19,39 +19,7 @@ SC=$PWD/target/release/sc
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-python3 - "$SOURCE" "$COPIES" "$work/big.safetensors" <<'EOF'
-import json, struct, sys
-src, copies, dst = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-data = open(src, "rb").read()
-n = struct.unpack("<Q", data[:8])[0]
-header = json.loads(data[8:8 + n])
-meta = header.pop("__metadata__", None)
-base = 8 + n
-tensors = sorted(header.items(), key=lambda kv: kv[1]["data_offsets"][0])
-largest = max(tensors, key=lambda kv: kv[1]["data_offsets"][1] - kv[1]["data_offsets"][0])
-extra_len = 768 * 1024 * 2
-out_header, chunks, pos = {}, [], 0
-if meta is not None:
-    out_header["__metadata__"] = meta
-for k in range(copies):
-    for name, t in tensors:
-        b, e = t["data_offsets"]
-        out_header[f"copy{k}.{name}"] = dict(t, data_offsets=[pos, pos + e - b])
-        chunks.append((base + b, e - b))
-        pos += e - b
-    b = largest[1]["data_offsets"][0]
-    out_header[f"copy{k}.extra.weight"] = {
-        "dtype": "BF16", "shape": [768, 1024], "data_offsets": [pos, pos + extra_len]}
-    chunks.append((base + b + k * 4096, extra_len))
-    pos += extra_len
-text = json.dumps(out_header, separators=(",", ":")).encode()
-text += b" " * (-len(text) % 8)
-with open(dst, "wb") as f:
-    f.write(struct.pack("<Q", len(text)))
-    f.write(text)
-    for start, length in chunks:
-        f.write(data[start:start + length])
-EOF
+python3 benches/big_safetensors.py "$SOURCE" "$COPIES" "$work/big.safetensors"
 
 name="copy$((COPIES / 2)).extra.weight"
 "$SC" encode -q -b 1M "$work/big.safetensors" -o "$work/big.sc"

@@ -36,6 +36,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from big_safetensors import big_file  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT = os.path.join(ROOT, "..", "shared", "data", "all-MiniLM-L6-v2.BF16.safetensors")
 
@@ -113,38 +116,6 @@ def zipnn_archive(src: str, dst: str) -> str | None:
     return None
 
 
-def big_file(src: str, dst: str, copies: int = 7) -> str:
-    """`copies` renamed copies of `src`'s tensors, each followed by a 1.5 MiB BF16 tensor cut
-    from the copy's largest tensor; returns the middle copy's extra tensor's name."""
-    data = open(src, "rb").read()
-    n = struct.unpack("<Q", data[:8])[0]
-    header = json.loads(data[8 : 8 + n])
-    meta = header.pop("__metadata__", None)
-    base = 8 + n
-    tensors = sorted(header.items(), key=lambda kv: kv[1]["data_offsets"][0])
-    largest = max(tensors, key=lambda kv: kv[1]["data_offsets"][1] - kv[1]["data_offsets"][0])
-    extra = 768 * 1024 * 2
-    out, chunks, pos = {}, [], 0
-    if meta is not None:
-        out["__metadata__"] = meta
-    for k in range(copies):
-        for name, t in tensors:
-            b, e = t["data_offsets"]
-            out[f"copy{k}.{name}"] = dict(t, data_offsets=[pos, pos + e - b])
-            chunks.append((base + b, e - b))
-            pos += e - b
-        out[f"copy{k}.extra.weight"] = {"dtype": "BF16", "shape": [768, 1024], "data_offsets": [pos, pos + extra]}
-        chunks.append((base + largest[1]["data_offsets"][0] + k * 4096, extra))
-        pos += extra
-    text = json.dumps(out, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)
-    with open(dst, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text)
-        for start, length in chunks:
-            f.write(data[start : start + length])
-    return f"copy{copies // 2}.extra.weight"
-
-
 def warm(*paths: str) -> None:
     for p in paths:
         with open(p, "rb") as f:
@@ -182,7 +153,8 @@ def main() -> None:
                 results[name].append(run_child("--child", name, path))
 
         big = os.path.join(tmp, "big.safetensors")
-        name = big_file(src, big)
+        big_file(src, 7, big)
+        name = "copy3.extra.weight"
         big_sc = os.path.join(tmp, "big.sc")
         sc.compress_file(big, big_sc, mode="fast")
         big_len, big_sc_len = os.path.getsize(big), os.path.getsize(big_sc)

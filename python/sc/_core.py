@@ -7,7 +7,7 @@ import json
 import math
 import os
 import struct
-from typing import Any, Iterable, NamedTuple
+from typing import Any, Callable, Iterable, NamedTuple
 
 from . import _sc
 from ._sc import ScError
@@ -390,13 +390,23 @@ def load_bytes(data: bytes, fw: Framework, threads: int | None) -> dict[str, Any
         a.close()
 
 
-def save(
-    items: list[tuple[str, str, list[int], Any]],
-    path: str | os.PathLike | None,
-    metadata: dict[str, str] | None,
-    mode: str,
-    block_size: int | None,
-    threads: int | None,
-) -> bytes | None:
-    """Encodes the safetensors file of `items()` to `path`, or returns the archive."""
-    return encode(safetensors_parts(items, metadata), path, mode, block_size, threads)
+def savers(items: Callable[[dict[str, Any]], list[tuple[str, str, list[int], Any]]], like: str) -> tuple[Callable[..., None], Callable[..., bytes]]:
+    """`save_file` and `save` for a framework whose tensors `items` turns into (name, dtype,
+    shape, bytes); `like` names the safetensors module they mirror."""
+
+    def save_file(tensors: dict[str, Any], filename: str | os.PathLike, metadata: dict[str, str] | None = None, mode: str = "fast", block_size: int | None = None, threads: int | None = None) -> None:
+        encode(safetensors_parts(items(tensors), metadata), filename, mode, block_size, threads)
+
+    def save(tensors: dict[str, Any], metadata: dict[str, str] | None = None, mode: str = "fast", block_size: int | None = None, threads: int | None = None) -> bytes:
+        out = encode(safetensors_parts(items(tensors), metadata), None, mode, block_size, threads)
+        assert out is not None
+        return out
+
+    save_file.__doc__ = (
+        f"Writes `tensors` as an archive of the safetensors file `{like}.save_file` would write (so "
+        "`sc decode` gives that file back byte for byte). `mode` \"fast\" or \"best\"; `block_size` "
+        "in bytes (default 1 MiB); `threads` (default: all cores). Replaces `filename` through a "
+        "temporary file renamed into place."
+    )
+    save.__doc__ = "The archive `save_file` would write, as bytes."
+    return save_file, save

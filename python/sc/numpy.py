@@ -69,28 +69,4 @@ def _items(tensors: dict[str, np.ndarray]) -> list[tuple[str, str, list[int], An
     return items
 
 
-def save_file(
-    tensor_dict: dict[str, np.ndarray],
-    filename: str | os.PathLike,
-    metadata: dict[str, str] | None = None,
-    mode: str = "fast",
-    block_size: int | None = None,
-    threads: int | None = None,
-) -> None:
-    """Writes `tensor_dict` as an archive of the safetensors file `safetensors.numpy.save_file`
-    would write (so `sc decode` gives that file back byte for byte). `mode` "fast" or "best".
-    Replaces `filename` through a temporary file renamed into place."""
-    _core.save(_items(tensor_dict), filename, metadata, mode, block_size, threads)
-
-
-def save(
-    tensor_dict: dict[str, np.ndarray],
-    metadata: dict[str, str] | None = None,
-    mode: str = "fast",
-    block_size: int | None = None,
-    threads: int | None = None,
-) -> bytes:
-    """The archive `save_file` would write, as bytes."""
-    out = _core.save(_items(tensor_dict), None, metadata, mode, block_size, threads)
-    assert out is not None
-    return out
+save_file, save = _core.savers(_items, "safetensors.numpy")

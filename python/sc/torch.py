@@ -75,31 +75,7 @@ def _items(tensors: dict[str, torch.Tensor]) -> list[tuple[str, str, list[int], 
     return items
 
 
-def save_file(
-    tensors: dict[str, torch.Tensor],
-    filename: str | os.PathLike,
-    metadata: dict[str, str] | None = None,
-    mode: str = "fast",
-    block_size: int | None = None,
-    threads: int | None = None,
-) -> None:
-    """Writes `tensors` as an archive of the safetensors file `safetensors.torch.save_file` would
-    write (so `sc decode` gives that file back byte for byte). `mode` "fast" or "best". Replaces
-    `filename` through a temporary file renamed into place."""
-    _core.save(_items(tensors), filename, metadata, mode, block_size, threads)
-
-
-def save(
-    tensors: dict[str, torch.Tensor],
-    metadata: dict[str, str] | None = None,
-    mode: str = "fast",
-    block_size: int | None = None,
-    threads: int | None = None,
-) -> bytes:
-    """The archive `save_file` would write, as bytes."""
-    out = _core.save(_items(tensors), None, metadata, mode, block_size, threads)
-    assert out is not None
-    return out
+save_file, save = _core.savers(_items, "safetensors.torch")
 
 
 def load_model(
