@@ -120,19 +120,22 @@ fn budget(memory: u64, block_size: u32) -> Result<(Budget, bool)> {
     }
 }
 
-/// Where the bytes read go: a writer, or a caller's buffer split block by block.
-enum Sink<'o> {
-    Write(&'o mut (dyn Write + Send)),
-    Slice(&'o mut [u8]),
+/// A block that a read needs, and where its wanted bytes go.
+struct Want<'o> {
+    /// Block number.
+    n: usize,
+    /// The places in the caller's buffers that the block fills, each with the offset in the
+    /// block it starts at; empty when the bytes go to a writer.
+    places: Vec<(usize, &'o mut [u8])>,
 }
 
 /// A block decoded for a read: straight into its place in the caller's buffer, or into a
-/// pooled buffer with the place (if any) its wanted part goes.
+/// pooled buffer, to be delivered.
 enum Decoded<'o> {
     /// The block's length.
     InPlace(u64),
-    /// Block number, decoded block, place of its wanted part.
-    Buffered(usize, Vec<u8>, Option<&'o mut [u8]>),
+    /// The decoded block and what is wanted of it.
+    Buffered(Vec<u8>, Want<'o>),
 }
 
 impl<R: Read + Seek + Send> Archive<R> {
@@ -303,7 +306,19 @@ impl<R: Read + Seek + Send> Archive<R> {
 
     /// Writes bytes `range` of the original file to `out`.
     pub fn read_range_to<W: Write + Send>(&mut self, range: Range<u64>, out: &mut W) -> Result<()> {
-        self.read(range, Sink::Write(out))
+        self.check_range(&range)?;
+        let prefix = &self.header.prefix;
+        let kept = range.start.min(prefix.len() as u64)..range.end.min(prefix.len() as u64);
+        out.write_all(&prefix[kept.start as usize..kept.end as usize])?;
+        let index = &self.footer.index;
+        let first = index.partition_point(|e| e.raw_offset + e.raw_len as u64 <= range.start);
+        let end = index.partition_point(|e| e.raw_offset < range.end);
+        let wants = (first..end).map(|n| Want {
+            n,
+            places: Vec::new(),
+        });
+        let last = end.checked_sub(1).filter(|&l| l >= first);
+        self.decode_blocks(wants, last, Some((out, range)))
     }
 
     /// Reads bytes `range` of the original file into `out`, which must be exactly as long.
@@ -317,7 +332,62 @@ impl<R: Read + Seek + Send> Archive<R> {
                 out.len()
             )));
         }
-        self.read(range, Sink::Slice(out))
+        self.check_range(&range)?;
+        self.read_ranges_into(&mut [(range.start, out)])
+    }
+
+    /// Reads several byte ranges of the original file, each into its own buffer: `parts` holds
+    /// (start of the range, buffer as long as the range), in order of start, without overlaps.
+    ///
+    /// One parallel pass decodes every block the ranges need, each once, and no block that
+    /// they do not need; a block that lies wholly inside one buffer is decoded straight into
+    /// it. This is how many tensors are loaded at once into memory allocated for each. After
+    /// an error the contents of the buffers are unspecified.
+    pub fn read_ranges_into(&mut self, parts: &mut [(u64, &mut [u8])]) -> Result<()> {
+        let mut end = 0;
+        for (start, buf) in parts.iter() {
+            let range = *start..start.saturating_add(buf.len() as u64);
+            self.check_range(&range)?;
+            if range.start < end {
+                return Err(Error::InvalidArgument(
+                    "ranges must be in order and must not overlap".into(),
+                ));
+            }
+            end = range.end;
+        }
+        let prefix = &self.header.prefix;
+        let index = &self.footer.index;
+        let mut wants: Vec<Want> = Vec::new();
+        for (start, buf) in parts.iter_mut() {
+            let mut pos = *start;
+            let mut rest: &mut [u8] = buf;
+            if let Some(kept) = prefix.get(pos as usize..) {
+                let (head, tail) = rest.split_at_mut(kept.len().min(rest.len()));
+                head.copy_from_slice(&kept[..head.len()]);
+                (pos, rest) = (pos + head.len() as u64, tail);
+            }
+            let mut n = index.partition_point(|e| e.raw_offset + e.raw_len as u64 <= pos);
+            while !rest.is_empty() {
+                // The index covers the original file (`check_index`) and the range lies in it.
+                let e = index.get(n).ok_or_else(|| {
+                    Error::Corrupt("block index does not cover the original file".into())
+                })?;
+                let at = (pos - e.raw_offset) as usize;
+                let take = (e.raw_len as usize - at).min(rest.len());
+                let (head, tail) = std::mem::take(&mut rest).split_at_mut(take);
+                (pos, rest) = (pos + head.len() as u64, tail);
+                match wants.last_mut() {
+                    Some(w) if w.n == n => w.places.push((at, head)),
+                    _ => wants.push(Want {
+                        n,
+                        places: vec![(at, head)],
+                    }),
+                }
+                n += 1;
+            }
+        }
+        let last = wants.last().map(|w| w.n);
+        self.decode_blocks(wants.into_iter(), last, None)
     }
 
     /// The data of the tensor called `name`.
@@ -424,58 +494,31 @@ impl<R: Read + Seek + Send> Archive<R> {
         safetensors::metadata(&self.header.prefix[8..]).map_err(Error::KeptHeader)
     }
 
-    /// Sends bytes `range` of the original file to `sink`, decoding only the blocks that hold
-    /// them, several at a time in parallel.
-    fn read(&mut self, range: Range<u64>, mut sink: Sink<'_>) -> Result<()> {
+    /// Refuses a range that is not inside the original file.
+    fn check_range(&self, range: &Range<u64>) -> Result<()> {
         if range.start > range.end || range.end > self.footer.original_len {
             return Err(Error::InvalidArgument(format!(
                 "bytes {}..{} are not inside the original file of {} bytes",
                 range.start, range.end, self.footer.original_len
             )));
         }
-        let prefix = &self.header.prefix;
-        let kept = range.start.min(prefix.len() as u64)..range.end.min(prefix.len() as u64);
-        let kept = &prefix[kept.start as usize..kept.end as usize];
-        // What is left of the caller's buffer, past the parts already given out.
-        let mut rest: &mut [u8] = &mut [];
-        match &mut sink {
-            Sink::Write(w) => w.write_all(kept)?,
-            Sink::Slice(out) => {
-                let (head, tail) = std::mem::take(out).split_at_mut(kept.len());
-                head.copy_from_slice(kept);
-                rest = tail;
-            }
-        }
+        Ok(())
+    }
+
+    /// Decodes the blocks `wants` asks for (in increasing order; `last` is the last of them)
+    /// several at a time in parallel, and delivers their bytes in `out`'s range to its writer,
+    /// or else to their places in the caller's buffers.
+    fn decode_blocks<'o>(
+        &mut self,
+        wants: impl Iterator<Item = Want<'o>>,
+        last: Option<usize>,
+        mut out: Option<(&mut (dyn Write + Send), Range<u64>)>,
+    ) -> Result<()> {
         let index = &self.footer.index;
-        let first = index.partition_point(|e| e.raw_offset + e.raw_len as u64 <= range.start);
-        let end = index.partition_point(|e| e.raw_offset < range.end);
-        if first >= end {
-            return Ok(());
-        }
-        let last = end - 1;
-        // The part of block `n` (of `len` bytes) that the range wants, in block coordinates.
-        let wanted = |n: usize, len: u64| {
-            let at = index[n].raw_offset;
-            let from = range.start.max(at) - at;
-            let to = range.end.min(at + len) - at;
-            from as usize..to as usize
-        };
-        let is_slice = matches!(sink, Sink::Slice(_));
-        let mut place = |n: usize| -> Option<&mut [u8]> {
-            if !is_slice {
-                return None;
-            }
-            let (head, tail) =
-                std::mem::take(&mut rest).split_at_mut(wanted(n, index[n].raw_len as u64).len());
-            rest = tail;
-            Some(head)
-        };
-        let mut next = first;
+        let mut wants = wants.peekable();
         if let Some((n, block)) = &self.cache {
-            if *n == first {
-                let part = &block[wanted(first, block.len() as u64)];
-                deliver(&mut sink, place(first), part)?;
-                next += 1;
+            if let Some(w) = wants.next_if(|w| w.n == *n) {
+                deliver(&mut out, w, block, index[*n].raw_offset)?;
             }
         }
         let block_size = self.header.block_size;
@@ -491,40 +534,37 @@ impl<R: Read + Seek + Send> Archive<R> {
         ordered(
             budget.window,
             &mut || {
-                if next == end {
+                let Some(want) = wants.next() else {
                     return Ok(None);
-                }
-                let block = read_block(input, block_size, index, next, &pools.coded)?;
-                let dest = place(next);
-                next += 1;
+                };
+                let block = read_block(input, block_size, index, want.n, &pools.coded)?;
                 stats.block_bytes_read += block.1.stored_len();
-                Ok(Some((block, dest)))
+                Ok(Some((block, want)))
             },
-            &|(block, dest)| {
-                let n = block.0 as usize;
-                match dest {
-                    // A whole block wanted: decoded where it goes.
-                    Some(dest) if dest.len() == block.1.raw_len as usize => {
+            &|(block, mut want)| {
+                let len = block.1.raw_len as usize;
+                match want.places.as_mut_slice() {
+                    // A whole block wanted in one place: decoded where it goes.
+                    [(0, dest)] if dest.len() == len => {
                         let rec = decode_into(block, dest, pools)?;
                         Ok(Decoded::InPlace(rec.raw_len as u64))
                     }
-                    dest => {
-                        decode_one(block, pools).map(|(_, out)| Decoded::Buffered(n, out, dest))
-                    }
+                    _ => decode_one(block, pools).map(|(_, out)| Decoded::Buffered(out, want)),
                 }
             },
             &mut |decoded| {
                 stats.blocks_decoded += 1;
-                let (n, block, dest) = match decoded? {
+                let (block, want) = match decoded? {
                     Decoded::InPlace(len) => {
                         stats.bytes_decoded += len;
                         return Ok(());
                     }
-                    Decoded::Buffered(n, block, dest) => (n, block, dest),
+                    Decoded::Buffered(block, want) => (block, want),
                 };
                 stats.bytes_decoded += block.len() as u64;
-                deliver(&mut sink, dest, &block[wanted(n, block.len() as u64)])?;
-                if n == last && *caching {
+                let n = want.n;
+                deliver(&mut out, want, &block, index[n].raw_offset)?;
+                if Some(n) == last && *caching {
                     *cache = Some((n, block));
                 } else {
                     pools.blocks.give(block);
@@ -535,12 +575,33 @@ impl<R: Read + Seek + Send> Archive<R> {
     }
 }
 
-/// Sends `part` to its place in the caller's buffer (`dest`), or else to the writer.
-fn deliver(sink: &mut Sink, dest: Option<&mut [u8]>, part: &[u8]) -> io::Result<()> {
-    match (sink, dest) {
-        (_, Some(dest)) => dest.copy_from_slice(part),
-        (Sink::Write(w), None) => w.write_all(part)?,
-        (Sink::Slice(_), None) => {}
+/// Sends the bytes of the decoded `block` (at offset `at` of the original file) that lie in
+/// `out`'s range to its writer, or else to their places in the caller's buffers.
+fn deliver(
+    out: &mut Option<(&mut (dyn Write + Send), Range<u64>)>,
+    want: Want,
+    block: &[u8],
+    at: u64,
+) -> Result<()> {
+    match out {
+        Some((w, range)) => {
+            let len = block.len() as u64;
+            let from = range.start.saturating_sub(at).min(len) as usize;
+            let to = range.end.saturating_sub(at).min(len) as usize;
+            w.write_all(&block[from..to.max(from)])?;
+        }
+        None => {
+            for (offset, dest) in want.places {
+                let part =
+                    block
+                        .get(offset..offset + dest.len())
+                        .ok_or_else(|| Error::CorruptBlock {
+                            index: want.n as u64,
+                            reason: "shorter than the index says".into(),
+                        })?;
+                dest.copy_from_slice(part);
+            }
+        }
     }
     Ok(())
 }

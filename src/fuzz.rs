@@ -32,6 +32,9 @@ pub fn archive(data: &[u8]) {
         // Bounded: an index may claim any length, but the buffer must be the caller's.
         let len = a.original_len().min(1 << 24);
         let _ = a.read_range_into(0..len, &mut vec![0; len as usize]);
+        // Two buffers with a gap between them.
+        let (mut x, mut y) = (vec![0; len as usize / 4], vec![0; len as usize / 2]);
+        let _ = a.read_ranges_into(&mut [(0, &mut x[..]), (len / 2, &mut y[..])]);
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
         let _ = a.write_safetensors(&names, &mut sink());
     }

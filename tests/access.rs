@@ -8,6 +8,7 @@ use md5::Digest;
 use sc::container::{FileHeader, Footer};
 use sc::{Archive, EncodeOptions, Error, Kind, Mode};
 use std::io::Cursor;
+use std::ops::Range;
 
 const SAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/sample.safetensors");
 const MIB: usize = 1 << 20;
@@ -177,6 +178,93 @@ fn a_tensor_decodes_only_its_blocks() {
             .clone()]
     );
     assert_eq!(a.stats().blocks_decoded, 1);
+}
+
+/// Reads `ranges` of the original file each into a buffer of its own (filled with garbage
+/// first) through one `read_ranges_into`.
+fn read_each(a: &mut Archive<Cursor<&[u8]>>, ranges: &[Range<usize>]) -> sc::Result<Vec<Vec<u8>>> {
+    let mut bufs: Vec<Vec<u8>> = ranges.iter().map(|r| vec![0x5A; r.len()]).collect();
+    let mut parts: Vec<(u64, &mut [u8])> = ranges
+        .iter()
+        .zip(&mut bufs)
+        .map(|(r, b)| (r.start as u64, &mut b[..]))
+        .collect();
+    a.read_ranges_into(&mut parts)?;
+    Ok(bufs)
+}
+
+#[test]
+fn ranges_into_their_own_buffers() {
+    // Every tensor of a 20 MB model into a buffer of its own: every block decoded once.
+    let original = model_20mb();
+    let opts = EncodeOptions {
+        block_size: MIB as u32,
+        ..EncodeOptions::new(Mode::Fast)
+    };
+    let archive = encode_to_vec(&original, &opts);
+    let tensors = tensor_ranges(&original);
+    let ranges: Vec<Range<usize>> = tensors.iter().map(|(_, r)| r.clone()).collect();
+    let mut a = open(&archive);
+    for (r, b) in ranges.iter().zip(read_each(&mut a, &ranges).unwrap()) {
+        assert!(b[..] == original[r.clone()], "{r:?} differs");
+    }
+    let s = a.stats();
+    assert_eq!(s.blocks_decoded, a.blocks(), "{s:?}");
+    let data_start = ranges[0].start as u64;
+    assert_eq!(s.bytes_decoded, original.len() as u64 - data_start, "{s:?}");
+    // Two tensors far apart cost their own blocks only, not the ones between them.
+    let mut a = open(&archive);
+    let far: Vec<Range<usize>> = tensors
+        .iter()
+        .filter(|(n, _)| n == "layer.2.weight" || n == "layer.9.weight")
+        .map(|(_, r)| r.clone())
+        .collect();
+    for (r, b) in far.iter().zip(read_each(&mut a, &far).unwrap()) {
+        assert!(b[..] == original[r.clone()], "{r:?} differs");
+    }
+    assert_eq!(a.stats().blocks_decoded, 4, "{:?}", a.stats());
+
+    // Random sorted, disjoint ranges of the sample (some in the kept header, some sharing a
+    // block, some empty) at several block sizes, fresh and after a read that keeps a block.
+    let original = sample();
+    let len = original.len();
+    for block_size in [4 << 10, 64 << 10] {
+        let archive = encode_to_vec(
+            &original,
+            &EncodeOptions {
+                block_size,
+                ..EncodeOptions::new(Mode::Best)
+            },
+        );
+        let mut rng = Rng(block_size as u64);
+        for round in 0..20 {
+            let mut cuts: Vec<usize> = (0..2 + rng.next() % 12)
+                .map(|_| (rng.next() % len as u64) as usize)
+                .collect();
+            cuts.sort_unstable();
+            let ranges: Vec<Range<usize>> = cuts.chunks_exact(2).map(|c| c[0]..c[1]).collect();
+            let mut a = open(&archive);
+            if round % 2 == 1 {
+                let r = ranges[0].start as u64;
+                a.read_range(r.saturating_sub(1)..r).unwrap();
+            }
+            for (r, b) in ranges.iter().zip(read_each(&mut a, &ranges).unwrap()) {
+                assert!(b[..] == original[r.clone()], "{block_size}: {r:?} differs");
+            }
+        }
+        // Overlapping, out of order, past the end.
+        let mut a = open(&archive);
+        for ranges in [
+            [1000..1100, 1050..1150],
+            [5000..5100, 1000..1100],
+            [len - 50..len + 50, len..len],
+        ] {
+            assert!(matches!(
+                read_each(&mut a, &ranges),
+                Err(Error::InvalidArgument(_))
+            ));
+        }
+    }
 }
 
 #[test]
