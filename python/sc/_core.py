@@ -84,15 +84,12 @@ class Archive:
             source = bytes(source)
             self.where = "the archive in memory"
         self._reader = _sc.Reader(source, threads)
-        text = self._reader.header_json()
-        if text is None:
+        if self._reader.header_json() is None:
             raise ScError(
                 f"{self.where}: a generic archive (its original file is not safetensors): "
                 "restore it with sc.decompress_file"
             )
-        header = json.loads(text)
-        meta = header.get("__metadata__")
-        self.metadata: dict[str, str] | None = dict(meta) if isinstance(meta, dict) else None
+        self.metadata: dict[str, str] | None = self._reader.metadata()
         self.tensors = {
             name: TensorEntry(name, dtype, tuple(shape), start, end)
             for name, dtype, shape, start, end in self._reader.tensors()
@@ -388,6 +385,14 @@ def load_bytes(data: bytes, fw: Framework, threads: int | None) -> dict[str, Any
         return a.load_all(fw)
     finally:
         a.close()
+
+
+def checked(tensors: dict[str, Any], kind: type, what: str) -> Iterable[tuple[str, Any]]:
+    """The (name, tensor) pairs of `tensors`, each checked to be a `kind` (`what` names it)."""
+    for name, t in tensors.items():
+        if not isinstance(t, kind):
+            raise ValueError(f"{name!r} is not {what}")
+        yield name, t
 
 
 def savers(items: Callable[[dict[str, Any]], list[tuple[str, str, list[int], Any]]], like: str) -> tuple[Callable[..., None], Callable[..., bytes]]:

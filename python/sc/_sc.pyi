@@ -22,6 +22,9 @@ class Reader:
         original file."""
     def header_json(self) -> str | None:
         """The kept safetensors header's JSON text, or None for a generic archive."""
+    def metadata(self) -> dict[str, str] | None:
+        """The kept header's `__metadata__` (values that are not strings as their JSON text),
+        or None."""
     def info(self) -> dict[str, Any]:
         """mode, block_size, blocks, archive_len, original_len."""
     def stats(self) -> dict[str, int]:

@@ -58,9 +58,7 @@ def load(data: bytes, threads: int | None = None) -> dict[str, np.ndarray]:
 def _items(tensors: dict[str, np.ndarray]) -> list[tuple[str, str, list[int], Any]]:
     """(name, dtype, shape, bytes) of each array, made contiguous and little-endian."""
     items = []
-    for name, a in tensors.items():
-        if not isinstance(a, np.ndarray):
-            raise ValueError(f"{name!r} is not a numpy array")
+    for name, a in _core.checked(tensors, np.ndarray, "a numpy array"):
         dt = a.dtype.newbyteorder("<") if a.dtype.byteorder == ">" else a.dtype
         if dt not in _NAMES:
             raise ValueError(f"{name!r}: dtype {a.dtype} has no safetensors equivalent")

@@ -63,9 +63,7 @@ def load(data: bytes, threads: int | None = None) -> dict[str, torch.Tensor]:
 def _items(tensors: dict[str, torch.Tensor]) -> list[tuple[str, str, list[int], Any]]:
     """(name, dtype, shape, bytes) of each tensor, made contiguous on the CPU."""
     items = []
-    for name, t in tensors.items():
-        if not isinstance(t, torch.Tensor):
-            raise ValueError(f"{name!r} is not a torch.Tensor")
+    for name, t in _core.checked(tensors, torch.Tensor, "a torch.Tensor"):
         if t.layout != torch.strided:
             raise ValueError(f"{name!r}: only dense tensors can be saved, not {t.layout}")
         if t.dtype not in _NAMES:

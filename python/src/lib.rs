@@ -10,6 +10,7 @@ use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use rayon::ThreadPool;
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Cursor, Read, Seek, SeekFrom, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -148,44 +149,6 @@ impl Seek for Source {
     }
 }
 
-/// Writes a run of the original file into the target buffers that lie in it, in order, and
-/// drops the bytes between them.
-struct Scatter<'a> {
-    /// (offset in the original file, where its bytes go), sorted by offset.
-    targets: Vec<(u64, &'a mut [u8])>,
-    /// Offset of the next byte written.
-    pos: u64,
-    next: usize,
-}
-
-impl Write for Scatter<'_> {
-    fn write(&mut self, mut buf: &[u8]) -> io::Result<usize> {
-        let n = buf.len();
-        while !buf.is_empty() && self.next < self.targets.len() {
-            let (start, dst) = &mut self.targets[self.next];
-            if self.pos < *start {
-                let skip = (*start - self.pos).min(buf.len() as u64) as usize;
-                self.pos += skip as u64;
-                buf = &buf[skip..];
-                continue;
-            }
-            let from = (self.pos - *start) as usize;
-            let take = (dst.len() - from).min(buf.len());
-            dst[from..from + take].copy_from_slice(&buf[..take]);
-            self.pos += take as u64;
-            buf = &buf[take..];
-            if from + take == dst.len() {
-                self.next += 1;
-            }
-        }
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
 /// A tensor as Python sees it: name, dtype, shape, and its bytes' start and end in the original
 /// file.
 type TensorRow = (String, String, Vec<u64>, u64, u64);
@@ -266,25 +229,22 @@ impl Reader {
 
     /// The kept safetensors header's JSON text, or None for a generic archive.
     fn header_json(&self, py: Python<'_>) -> PyResult<Option<String>> {
-        self.with(py, |a| {
-            let h = a.header();
-            Ok(match h.kind {
-                sc::Kind::Safetensors => h
-                    .prefix
-                    .get(8..)
-                    .map(|j| String::from_utf8_lossy(j).into_owned()),
-                sc::Kind::Generic => None,
-            })
-        })
+        self.with(py, |a| Ok(a.header_json().map(str::to_string)))
+    }
+
+    /// The kept header's `__metadata__` (values that are not strings as their JSON text), or
+    /// None.
+    fn metadata(&self, py: Python<'_>) -> PyResult<Option<BTreeMap<String, String>>> {
+        self.with(py, |a| Ok(a.metadata().cloned()))
     }
 
     /// Archive facts: mode, block size, blocks, archive and original lengths.
     fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let (mode, block_size, blocks, archive_len, original_len) = self.with(py, |a| {
             Ok((
-                a.header().mode.name(),
-                a.header().block_size,
-                a.footer().index.len() as u64,
+                a.mode().name(),
+                a.block_size(),
+                a.blocks(),
                 a.archive_len(),
                 a.original_len(),
             ))
@@ -310,8 +270,8 @@ impl Reader {
     }
 
     /// Decodes bytes `ranges[k]` of the original file into `buffers[k]` (writable, contiguous,
-    /// exactly as long as its range). Ranges must not overlap; nearby ranges are decoded in one
-    /// pass over their blocks, in parallel.
+    /// exactly as long as its range). Ranges must not overlap; all of them are decoded in one
+    /// parallel pass over their blocks, each block wholly inside one buffer straight into it.
     fn read_into(
         &self,
         py: Python<'_>,
@@ -322,13 +282,13 @@ impl Reader {
         self.with(py, move |a| {
             // SAFETY: each buffer is writable and C-contiguous, stays exported (so its memory
             // stays put) while `buffers` lives, and no two of them overlap (checked above).
-            let targets: Vec<(u64, &mut [u8])> = targets
+            let mut parts: Vec<(u64, &mut [u8])> = targets
                 .into_iter()
                 .map(|(start, ptr, len)| unsafe {
                     (start, std::slice::from_raw_parts_mut(ptr as *mut u8, len))
                 })
                 .collect();
-            read_scattered(a, targets)
+            Ok(a.read_ranges_into(&mut parts)?)
         })
     }
 
@@ -363,48 +323,14 @@ fn writable_targets(
             targets.push((start, b.buf_ptr() as usize, b.len_bytes()));
         }
     }
+    // The library takes the ranges in order and refuses overlaps.
     targets.sort_unstable();
-    if targets.windows(2).any(|w| w[0].0 + w[0].2 as u64 > w[1].0) {
-        return Err(invalid("ranges overlap".into()));
-    }
     let mut by_address: Vec<(usize, usize)> = targets.iter().map(|t| (t.1, t.2)).collect();
     by_address.sort_unstable();
     if by_address.windows(2).any(|w| w[0].0 + w[0].1 > w[1].0) {
         return Err(invalid("buffers share memory".into()));
     }
     Ok(targets)
-}
-
-/// Decodes the targets' ranges, one pass per run of targets no more than a block apart.
-fn read_scattered(a: &mut sc::Archive<Source>, targets: Vec<(u64, &mut [u8])>) -> Res<()> {
-    let gap = a.header().block_size as u64;
-    let mut run: Vec<(u64, &mut [u8])> = Vec::new();
-    for (start, dst) in targets {
-        if let Some((s, d)) = run.last() {
-            if start > s + d.len() as u64 + gap {
-                flush_run(a, std::mem::take(&mut run))?;
-            }
-        }
-        run.push((start, dst));
-    }
-    flush_run(a, run)
-}
-
-fn flush_run(a: &mut sc::Archive<Source>, run: Vec<(u64, &mut [u8])>) -> Res<()> {
-    let (Some(first), Some(last)) = (run.first(), run.last()) else {
-        return Ok(());
-    };
-    let range = first.0..last.0 + last.1.len() as u64;
-    if range.is_empty() {
-        return Ok(());
-    }
-    let mut out = Scatter {
-        pos: range.start,
-        targets: run,
-        next: 0,
-    };
-    a.read_range_to(range, &mut out)?;
-    Ok(())
 }
 
 fn mode_of(mode: &str) -> PyResult<sc::Mode> {
@@ -421,7 +347,7 @@ fn encode_options(
     mode: &str,
     block_size: Option<u64>,
     md5: Option<bool>,
-) -> PyResult<sc::EncodeOptions> {
+) -> PyResult<sc::EncodeOptions<'static>> {
     let mut opts = sc::EncodeOptions::new(mode_of(mode)?);
     if let Some(b) = block_size {
         opts.block_size = u32::try_from(b).map_err(|_| {
@@ -500,7 +426,7 @@ fn encode_parts(
     threads: Option<usize>,
     overwrite: bool,
 ) -> PyResult<Option<Py<PyBytes>>> {
-    let opts = encode_options(mode, block_size, md5)?;
+    let mut opts = encode_options(mode, block_size, md5)?;
     let pool = thread_pool(threads)?;
     let mut spans = Vec::with_capacity(parts.len());
     for b in &parts {
@@ -511,7 +437,7 @@ fn encode_parts(
         }
         spans.push((b.buf_ptr() as usize, b.len_bytes()));
     }
-    let total: u64 = spans.iter().map(|s| s.1 as u64).sum();
+    opts.input_len = Some(spans.iter().map(|s| s.1 as u64).sum());
     let archive = run(py, pool.as_deref(), dst.as_deref(), || {
         // SAFETY: the buffers stay exported, so their memory stays put, while `parts` lives.
         let input = || Parts {
@@ -523,13 +449,13 @@ fn encode_parts(
         };
         match &dst {
             Some(d) => write_atomically(d, overwrite, |w| {
-                sc::encode(input(), Some(total), w, &opts, &mut |_| {})?;
+                sc::encode(input(), w, &opts)?;
                 Ok(())
             })
             .map(|()| None),
             None => {
                 let mut out = Vec::new();
-                sc::encode(input(), Some(total), &mut out, &opts, &mut |_| {})?;
+                sc::encode(input(), &mut out, &opts)?;
                 Ok(Some(out))
             }
         }
@@ -552,20 +478,14 @@ fn compress_file<'py>(
     threads: Option<usize>,
     overwrite: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let opts = encode_options(mode, block_size, md5)?;
+    let mut opts = encode_options(mode, block_size, md5)?;
     let pool = thread_pool(threads)?;
     let report = run(py, pool.as_deref(), Some(&src), || {
         let f = open(&src)?;
-        let len = f.metadata().map_err(|e| Failure::Os(e, src.clone()))?.len();
+        opts.input_len = Some(f.metadata().map_err(|e| Failure::Os(e, src.clone()))?.len());
         let mut report = None;
         write_atomically(&dst, overwrite, |w| {
-            report = Some(sc::encode(
-                BufReader::with_capacity(1 << 20, f),
-                Some(len),
-                w,
-                &opts,
-                &mut |_| {},
-            )?);
+            report = Some(sc::encode(BufReader::with_capacity(1 << 20, f), w, &opts)?);
             Ok(())
         })?;
         report.ok_or_else(|| Failure::Py(ScError::new_err("encoding did not finish")))
@@ -591,7 +511,7 @@ fn decode_to(src: &Path, out: impl Write + Send, check_md5: bool) -> Res<sc::Dec
         check_md5,
         ..Default::default()
     };
-    Ok(sc::decode_file(&f, out, &opts, &mut |_| {})?)
+    Ok(sc::decode_file(&f, out, &opts)?)
 }
 
 fn decode_report<'py>(py: Python<'py>, r: &sc::DecodeReport) -> PyResult<Bound<'py, PyDict>> {
