@@ -172,19 +172,33 @@ def main() -> None:
         labels = {"sc-fast": "sc.torch.load_file (FAST)", "sc-best": "sc.torch.load_file (BEST)",
                   "safetensors": "safetensors.torch.load_file + clone",
                   "safetensors-1t": "safetensors.torch.load_file + clone, torch.set_num_threads(1)", "zipnn": "ZipNN decompress + safetensors.torch.load"}
+        row = {}
         for loader, path in loaders:
             sec = statistics.median(x["seconds"] for x in results[loader])
             peak = statistics.median(x["peak_kb"] for x in results[loader]) / 1e3
             tensors = results[loader][0]["bytes"] / 1e6
+            row[loader] = (sec / ref, peak, tensors)
             print(f"| {labels[loader]} | {os.path.getsize(path) / 1e6:.1f} | {sec:.4f} | {sec / ref:.2f} | {peak:.1f} | {tensors:.1f} |")
         if why is not None:
             print(f"\nZipNN not measured: {why}.")
         a = access[0]
         sec = statistics.median(x["seconds"] for x in access)
+        with sc.safe_open(big_sc) as f:
+            blocks, block_size = f.stats()["blocks"], f.info()["block_size"]
         print(f"\nget_tensor({name!r}) from a {big_sc_len / 1e6:.0f} MB FAST archive of a "
               f"{big_len / 1e6:.0f} MB file: {sec * 1e3:.2f} ms, {a['blocks_decoded']} of "
-              f"{sc.safe_open(big_sc).stats()['blocks']} blocks decoded ({a['bytes_decoded']} bytes "
+              f"{blocks} blocks decoded ({a['bytes_decoded']} bytes "
               f"for a {a['bytes']}-byte tensor), {a['block_bytes_read']} archive bytes of blocks read")
+        # The targets of issue 15. A tensor spans ceil(len / block size) blocks, one more where
+        # it does not start on a block boundary.
+        own = -(-a["bytes"] // block_size) + 1
+        fast, peak, tensors = row["sc-fast"]
+        verdict = lambda ok: "met" if ok else "NOT MET"  # noqa: E731
+        print(f"\nTargets: FAST load {fast:.2f}x <= 2x: {verdict(fast <= 2)}; FAST peak "
+              f"{peak:.1f} MB <= tensors + 64 = {tensors + 64:.1f} MB: {verdict(peak <= tensors + 64)}; "
+              f"BEST load {row['sc-best'][0]:.2f}x <= 6x: {verdict(row['sc-best'][0] <= 6)}; "
+              f"get_tensor decoded {a['blocks_decoded']} <= {own} blocks (the tensor's own): "
+              f"{verdict(a['blocks_decoded'] <= own)}")
 
 
 if __name__ == "__main__":

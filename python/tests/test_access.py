@@ -54,6 +54,13 @@ def test_load_file_decodes_every_block_once(many_blocks):
             f.get_tensor(name)
         one_by_one = f.stats()
     assert one_by_one["blocks_decoded"] <= one_by_one["blocks"] + len(tensors)
-    got = sc.torch.load_file(path)
+    # load_file's way: every tensor in one pass, each block decoded once.
+    archive = sc._core.Archive(path)
+    got = archive.load_all(sc.torch.TORCH)
+    s = archive.stats()
+    archive.close()
+    assert s["blocks_decoded"] == s["blocks"], s
+    assert s["bytes_decoded"] == sum(t.nbytes for t in tensors.values()), s
     for k, t in tensors.items():
         assert torch.equal(got[k], t)
+    assert sc.torch.load_file(path).keys() == got.keys()
