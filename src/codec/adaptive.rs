@@ -43,16 +43,15 @@ const BYTE_PARAMS: Params = Params {
 /// Bytes past the slot table, written by the word-wise fill of [`AdaptiveModel::rebuild`].
 const SLOT_PAD: usize = 16;
 
-/// Order-0 adaptive frequency model over a known set of symbols.
-pub(crate) struct AdaptiveModel {
+/// Adaptive counts of a known set of symbols, on the schedule every adaptive model shares:
+/// each coded symbol adds [`INC`], all counts are halved when the total exceeds the limit, and
+/// the coding table is due for a rebuild after 16 symbols, then after intervals doubling up to
+/// the longest.
+pub(crate) struct Counts {
     p: Params,
     used: Vec<u8>,
     counts: [u32; 256],
     total: u32,
-    /// `cum | freq << 16` of each symbol: one load gives both (cum < 2^15, freq <= 2^15).
-    cf: [u32; 256],
-    /// The symbol of each slot, then [`SLOT_PAD`] bytes that the word-wise fill may write.
-    slots: [u8; PROB_SCALE as usize + SLOT_PAD],
     /// Symbols until the next event (halving or rebuild); counts are bumped in between.
     left: u32,
     /// The value `left` had when last set: symbols coded since the last event, once it is 0.
@@ -61,29 +60,32 @@ pub(crate) struct AdaptiveModel {
     interval: u32,
 }
 
-impl AdaptiveModel {
-    /// A model over `used` (at least two symbols, ascending), starting uniform. Boxed: the
-    /// tables are 34 KiB, and one pointer reaches all of them in the coding loops.
-    pub(crate) fn new(used: Vec<u8>, p: Params) -> Box<Self> {
-        let mut counts = [0u32; 256];
-        for &s in &used {
-            counts[s as usize] = INC;
-        }
-        let mut m = Box::new(AdaptiveModel {
+impl Counts {
+    /// Counts of `used` (at least two symbols, ascending) starting at `counts`, which must be
+    /// at least 1 for every used symbol, 0 for the others, and sum to at most `p.limit`.
+    pub(crate) fn new(used: Vec<u8>, p: Params, counts: [u32; 256]) -> Counts {
+        let mut c = Counts {
             p,
-            total: INC * used.len() as u32,
+            total: counts.iter().sum(),
             used,
             counts,
-            cf: [0; 256],
-            slots: [0; PROB_SCALE as usize + SLOT_PAD],
             left: 0,
             planned: 0,
             until_rebuild: 16,
             interval: 16,
-        });
-        m.rebuild();
-        m.plan();
-        m
+        };
+        c.plan();
+        c
+    }
+
+    /// The counts of the symbols.
+    pub(crate) fn counts(&self) -> &[u32; 256] {
+        &self.counts
+    }
+
+    /// The symbols counted, ascending.
+    pub(crate) fn used(&self) -> &[u8] {
+        &self.used
     }
 
     /// Sets the countdown to the next event. The total grows by exactly `INC` per symbol, so
@@ -94,9 +96,18 @@ impl AdaptiveModel {
         self.planned = self.left;
     }
 
-    /// Catches up with the symbols coded since the last event, then halves and/or rebuilds.
+    /// Counts symbol `s`; returns whether an event is due ([`Counts::event`]).
+    #[inline(always)]
+    pub(crate) fn count(&mut self, s: u8) -> bool {
+        self.counts[s as usize] += INC;
+        self.left -= 1;
+        self.left == 0
+    }
+
+    /// Catches up with the symbols coded since the last event and halves the counts if the
+    /// total is past the limit; returns whether the coding table is due for a rebuild.
     #[cold]
-    fn event(&mut self) {
+    pub(crate) fn event(&mut self) -> bool {
         self.total += INC * self.planned;
         self.until_rebuild -= self.planned;
         if self.total > self.p.limit {
@@ -107,17 +118,18 @@ impl AdaptiveModel {
                 self.total += *c;
             }
         }
-        if self.until_rebuild == 0 {
+        let rebuild = self.until_rebuild == 0;
+        if rebuild {
             self.interval = (self.interval * 2).min(self.p.rebuild_max);
             self.until_rebuild = self.interval;
-            self.rebuild();
         }
         self.plan();
+        rebuild
     }
 
-    /// Normalises the counts to `PROB_SCALE`, every used symbol at least 1, and refills the
-    /// slot table. Integer arithmetic only, so both sides agree exactly.
-    fn rebuild(&mut self) {
+    /// The counts normalised to `PROB_SCALE`, every used symbol at least 1. Integer
+    /// arithmetic only, so both sides agree exactly.
+    pub(crate) fn frequencies(&self) -> [u32; 256] {
         let scale = ((PROB_SCALE as u64) << 32) / self.total as u64;
         let mut freq = [0u32; 256];
         let mut sum = 0u32;
@@ -144,11 +156,52 @@ impl AdaptiveModel {
             }
             freq[self.used[0] as usize] += PROB_SCALE % n;
         }
+        freq
+    }
+}
+
+/// Order-0 adaptive frequency model over a known set of symbols.
+pub(crate) struct AdaptiveModel {
+    c: Counts,
+    /// `cum | freq << 16` of each symbol: one load gives both (cum < 2^15, freq <= 2^15).
+    cf: [u32; 256],
+    /// The symbol of each slot, then [`SLOT_PAD`] bytes that the word-wise fill may write.
+    slots: [u8; PROB_SCALE as usize + SLOT_PAD],
+}
+
+impl AdaptiveModel {
+    /// A model over `used` (at least two symbols, ascending), starting uniform. Boxed: the
+    /// tables are 34 KiB, and one pointer reaches all of them in the coding loops.
+    pub(crate) fn new(used: Vec<u8>, p: Params) -> Box<Self> {
+        let mut counts = [0u32; 256];
+        for &s in &used {
+            counts[s as usize] = INC;
+        }
+        let mut m = Box::new(AdaptiveModel {
+            c: Counts::new(used, p, counts),
+            cf: [0; 256],
+            slots: [0; PROB_SCALE as usize + SLOT_PAD],
+        });
+        m.rebuild();
+        m
+    }
+
+    /// Handles an event of the counts.
+    #[cold]
+    fn event(&mut self) {
+        if self.c.event() {
+            self.rebuild();
+        }
+    }
+
+    /// Refills the coding table and the slot table from the counts.
+    fn rebuild(&mut self) {
+        let freq = self.c.frequencies();
         // Most runs are short, where a call to `fill` costs more than the bytes: the first
         // SLOT_PAD slots of each symbol are written as one block, which may run into the next
         // symbol's slots (that symbol then overwrites them) or into the padding past the table.
         let mut c = 0u32;
-        for &s in &self.used {
+        for &s in &self.c.used {
             let f = freq[s as usize];
             self.cf[s as usize] = c | f << 16;
             let (start, end) = (c as usize, (c + f) as usize);
@@ -167,9 +220,7 @@ impl AdaptiveModel {
     /// due or not, exactly as if both were checked each time.
     #[inline(always)]
     fn update(&mut self, s: u8) {
-        self.counts[s as usize] += INC;
-        self.left -= 1;
-        if self.left == 0 {
+        if self.c.count(s) {
             self.event();
         }
     }
@@ -191,11 +242,11 @@ impl AdaptiveModel {
         let [mut d0, mut d1] = st.decs;
         let mut done = 0;
         while done < out.len() {
-            let run = (self.left as usize).min(out.len() - done);
+            let run = (self.c.left as usize).min(out.len() - done);
             let chunk = &mut out[done..done + run];
             let odd = (first + done) % 2 == 1;
             let slots = &self.slots[..PROB_SCALE as usize];
-            let (cf, counts) = (&self.cf, &mut self.counts);
+            let (cf, counts) = (&self.cf, &mut self.c.counts);
             let mut sym = |d: &mut Decoder| {
                 let (r, slot) = d.slot();
                 let s = match slots.get(slot as usize) {
@@ -223,8 +274,8 @@ impl AdaptiveModel {
                 *o = sym(&mut d0);
             }
             // `left` >= 1 after every event, so a run is never empty and the loop ends.
-            self.left -= run as u32;
-            if self.left == 0 {
+            self.c.left -= run as u32;
+            if self.c.left == 0 {
                 self.event();
             }
             done += run;

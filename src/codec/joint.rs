@@ -65,7 +65,7 @@ pub fn encode_joint(exps: &[u8], mans: &[u8], out: &mut Vec<u8>) -> bool {
 }
 
 /// The model keys 0..n of an alphabet of n <= 256 symbols.
-fn keys(n: usize) -> Vec<u8> {
+pub(crate) fn keys(n: usize) -> Vec<u8> {
     (0..n).map(|k| k as u8).collect()
 }
 
@@ -101,7 +101,7 @@ pub fn decode_joint(
 /// Turns decoded keys in `exps` into exponents and fills `mans` from the raw fields `raw`
 /// (`ceil(6 * len / 8)` bytes) and the keys' mantissa bits. `te[k]` is the exponent of key `k`,
 /// `tm[k]` its bits 6..5, in place.
-fn expand(te: &[u8; 256], tm: &[u8; 256], raw: &[u8], exps: &mut [u8], mans: &mut [u8]) {
+pub(crate) fn expand(te: &[u8; 256], tm: &[u8; 256], raw: &[u8], exps: &mut [u8], mans: &mut [u8]) {
     let n = exps.len().min(mans.len());
     let whole = n / 4 * 4;
     let (eh, et) = exps[..n].split_at_mut(whole);

@@ -15,8 +15,9 @@
 //! | 4 | [`adaptive`] | range coder, adaptive order-0 model (BEST) |
 //! | 5 | [`context`] | sign/mantissa bits modelled on the exponent plane (BEST) |
 //! | 6 | [`joint`] | exponent and top mantissa bits as one adaptive symbol (BEST) |
-//! | 7 | [`raw6`] | the other 6 bits of each sign/mantissa byte, packed (partner of 6 and 8) |
+//! | 7 | [`raw6`] | the other 6 bits of each sign/mantissa byte, packed (partner of 6, 8, 9) |
 //! | 8 | [`huffjoint`] | the joint symbols Huffman-coded, decoded into BF16 words (FAST) |
+//! | 9 | [`ctxjoint`] | the joint symbols with models chosen by row and column magnitude (BEST) |
 //!
 //! # Adding a codec
 //! 1. Write `codec/<name>.rs`: its encoder, its decoder and its `SPEC` (id, name, placement
@@ -30,6 +31,7 @@ pub mod adaptive;
 pub mod alphabet;
 pub mod constant;
 pub mod context;
+pub mod ctxjoint;
 pub mod huffjoint;
 pub mod huffman;
 pub mod joint;
@@ -86,11 +88,13 @@ pub enum Codec {
     Raw6 = 7,
     /// [`huffjoint`].
     HuffJoint = 8,
+    /// [`ctxjoint`].
+    CtxJoint = 9,
 }
 
 impl Codec {
     /// Every codec, in id order.
-    pub const ALL: [Codec; 9] = [
+    pub const ALL: [Codec; 10] = [
         Codec::Stored,
         Codec::Const,
         Codec::Huffman,
@@ -100,6 +104,7 @@ impl Codec {
         Codec::Joint,
         Codec::Raw6,
         Codec::HuffJoint,
+        Codec::CtxJoint,
     ];
 
     /// The codec with id `id`, if this build has it.
@@ -124,6 +129,7 @@ impl Codec {
             Codec::Joint => &joint::SPEC,
             Codec::Raw6 => &raw6::SPEC,
             Codec::HuffJoint => &huffjoint::SPEC,
+            Codec::CtxJoint => &ctxjoint::SPEC,
         }
     }
 

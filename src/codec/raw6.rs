@@ -1,6 +1,7 @@
 //! `raw6` (id 7): the six near-random bits of each sign/mantissa byte (the sign and bits 4..0),
-//! packed, as plane 1 beside a [`super::joint`] or [`super::huffjoint`] plane 0 that codes the
-//! rest. The [`super::context`] codec stores the same fields after its streams.
+//! packed, as plane 1 beside a [`super::joint`], [`super::ctxjoint`] or [`super::huffjoint`]
+//! plane 0 that codes the rest. The [`super::context`] codec stores the same fields after its
+//! streams.
 //!
 //! Payload: each element's 6 bits from the least significant bit up (the sign as the field's
 //! bit 5), `ceil(6 * n / 8)` bytes, unused high bits of the last byte zero.

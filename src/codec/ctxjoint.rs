@@ -1,0 +1,875 @@
+//! `ctxjoint` (id 9): BEST's coder of an exponent-aligned block's planes 0 and 1 together. The
+//! joint symbols of [`super::joint`] (exponent byte and mantissa bits 6..5, as ranks in the
+//! block's alphabet) are each coded with one of [`CONTEXTS`] adaptive frequency models, chosen
+//! by the magnitude the element's neighbourhood predicts; the other 6 bits go to plane 1 as a
+//! [`super::raw6`] payload, its partner.
+//!
+//! Rows of a weight matrix differ in scale (each output unit has its own) and so do columns
+//! (each input feature), so the distribution of an element's exponent depends on where it
+//! lies. The model keeps, from the elements coded so far, the mean magnitude of the current
+//! row (shrunk towards the previous row's while the row is young) and the mean magnitude of
+//! each column relative to the whole block (shrunk towards 1 while few rows are seen). Their
+//! product, in quarter-octave steps, picks the frequency model; a model is started from the
+//! counts of a block-wide model when its context first occurs. Still one range-coder step per
+//! element.
+//!
+//! The row length is not in the data: the encoder takes it from the tensor's shape and writes
+//! it, with the column of the block's first element, into the payload. Element `i`'s context
+//! depends on elements `0..i-1` only (not on element `i - 1`), so the two interleaved streams
+//! of a block stay two independent chains of decoding work.
+//!
+//! Payload (see docs/FORMAT.md): the joint alphabet, `u32` row length, `u32` first column,
+//! `i16` context base, then two streams of the elements' ranks. Plane 1 is `raw6`.
+
+use super::adaptive::{finish_two, two_streams, Counts, Params, Streams, INC};
+use super::alphabet::{self, Alphabet};
+use super::joint::{self, JOINT_PARAMS};
+use super::raw6;
+use super::rc::{Decoder, Encoder, PROB_SCALE};
+use super::{Codec, CodecError, Decode, Slot, Spec};
+
+/// The `ctxjoint` codec: plane 0 of an exponent-aligned block, with [`raw6`] as plane 1.
+pub static SPEC: Spec = Spec {
+    id: 9,
+    name: "ctxjoint",
+    fits: |at: Slot, coded_len| {
+        at.plane == 0 && at.transform.exponent_aligned() && raw6::pair_fits(coded_len, at.plane_len)
+    },
+    partner: Some(Codec::Raw6),
+    decode: Decode::Pair(decode),
+};
+
+/// Number of context models.
+pub const CONTEXTS: usize = 16;
+/// Context models are `1 << STEP_SHIFT` units of [`qlog`] apart: a quarter octave.
+const STEP_SHIFT: u32 = 4;
+/// Units of [`qlog`] per octave.
+const OCTAVE: i32 = 64;
+/// Longest row the payload may name; the column sums take 8 bytes per column.
+pub const MAX_ROW: u32 = 1 << 16;
+/// Weight, in elements, of the previous row's mean magnitude in the estimate for a new row.
+const ROW_PRIOR: u64 = 16;
+/// Rows after which column deviations are refreshed every `REFRESH` rows only.
+const REFRESH: u64 = 8;
+/// Rows of evidence at which a column's deviation counts half.
+const COLUMN_SHRINK: u64 = 16;
+/// Total count, in increments, that a context model inherits from the block-wide counts when it
+/// first occurs (about 40 symbols' worth).
+const INHERIT: u64 = 1000;
+/// Octaves below the alphabet's largest exponent from which magnitudes count as 0.
+const RANGE: i32 = 24;
+/// Elements are modelled in quads: the contexts of a quad's elements are computed together.
+const QUAD: usize = 4;
+/// The contexts of quad `q` are computed from the elements of quads `0..q - 1`: the quad in
+/// between is still being decoded.
+const LAG: usize = 2 * QUAD;
+/// Slots per entry of a context table's lookup, as a shift: every 16th slot.
+const BUCKET_SHIFT: u32 = 4;
+/// Entries of a context table's lookup.
+const BUCKETS: usize = (PROB_SCALE >> BUCKET_SHIFT) as usize;
+/// Bytes past a context table's lookup, for its block-wise fill.
+const BUCKET_PAD: usize = 8;
+/// The context models' constants: halving as in the joint codec; a context sees a fraction of
+/// the block, so its table is rebuilt more often than the joint codec's.
+const PARAMS: Params = Params {
+    limit: JOINT_PARAMS.limit,
+    rebuild_max: 512,
+};
+/// Bytes before the streams: the row length, the first column and the context base.
+const LAYOUT_LEN: usize = 10;
+
+/// Where a plane's elements lie in the rows of their tensor: element `i` is in column
+/// `(i + phase) % len`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rows {
+    /// Elements per row, 1 ..= [`MAX_ROW`].
+    pub len: u32,
+    /// Column of the plane's first element, below `len`.
+    pub phase: u32,
+}
+
+impl Rows {
+    /// A layout for a plane whose first element is element `first` of a tensor with rows of
+    /// `len` elements (`first` is negative when the tensor starts later in the plane); rows
+    /// longer than [`MAX_ROW`] are taken as rows of [`MAX_ROW`].
+    pub fn at(len: u64, first: i64) -> Rows {
+        let len = len.clamp(1, MAX_ROW as u64);
+        Rows {
+            len: len as u32,
+            phase: first.rem_euclid(len as i64) as u32,
+        }
+    }
+}
+
+/// The logarithm of `x` in 1/64 octaves: the position of its leading bit, then the six bits
+/// below it as a linear fraction; 0 for 0 and 1. Exact for `x` below 2^58; the sums it is
+/// taken of stay below 2^54 (at most 2^25 elements of magnitude below 2^28).
+#[inline(always)]
+fn qlog(x: u64) -> i32 {
+    let x = x.max(1);
+    let l = 63 - x.leading_zeros();
+    let frac = (x << 6 >> l) & 63;
+    l as i32 * OCTAVE + frac as i32
+}
+
+/// The inverse of [`qlog`], for arguments clamped to 0 ..= 51 octaves (sums of magnitudes
+/// weighted by [`ROW_PRIOR`] then stay below 2^58).
+fn qexp(q: i32) -> u64 {
+    let q = q.clamp(0, 51 * OCTAVE + 63);
+    let (l, m) = (q / OCTAVE, 64 + (q & 63) as u64);
+    if l >= 6 {
+        m << (l - 6)
+    } else {
+        m >> (6 - l)
+    }
+}
+
+/// The magnitude of every key: `1 + (m + 1/2) / 4` (m = mantissa bits 6..5) scaled by 2 to the
+/// exponent, relative to the alphabet's largest exponent, as an integer below 2^28.
+fn magnitudes(alphabet: &Alphabet) -> [u64; 256] {
+    let (te, tm) = alphabet.expansion();
+    let top = te[..alphabet.len()].iter().copied().max().unwrap_or(0) as i32;
+    std::array::from_fn(|k| {
+        let (e, m) = (te[k] as i32, (tm[k] >> 5) as u64);
+        let shift = e + RANGE - top;
+        if e == 0 || shift < 0 || k >= alphabet.len() {
+            0
+        } else {
+            (9 + 2 * m) << shift
+        }
+    })
+}
+
+/// Column statistics are kept in arrays of this many entries (and a few more), indexed
+/// modulo their length, which bounds every index without a check.
+const COLUMNS: usize = MAX_ROW as usize;
+
+/// The running row and column magnitudes that select an element's context model.
+///
+/// At the start of quad `q`, the magnitudes of quad `q - 2` are added in order (from quad 2
+/// on) and the row's estimate is taken; each element of the quad adds its column's deviation
+/// to it.
+struct Scale {
+    row_len: usize,
+    /// Column of the next element to add.
+    added: usize,
+    /// Column of the first element.
+    phase: usize,
+    /// Magnitude sum of each column over the rows seen (the entries past `COLUMNS` unused).
+    columns: Box<[u64; COLUMNS + QUAD]>,
+    /// Each column's deviation from the mean column, in [`qlog`] units, as of the last
+    /// refresh (shrunk towards 0 while few rows are seen); entry `row_len + t` repeats column
+    /// `t % row_len`, so that the columns of the quad after the next one to add need no wrap.
+    deviation: Box<[i32; COLUMNS + LAG]>,
+    /// Magnitude sum and count of the current row so far, each starting at the previous
+    /// row's mean magnitude with a weight of [`ROW_PRIOR`] elements.
+    row_sum: u64,
+    row_count: u64,
+    /// Rows completed (the first may be partial).
+    rows: u64,
+    /// Context 0 is at this [`qlog`] of the predicted magnitude.
+    base: i32,
+}
+
+/// The context of a predicted magnitude, in [`qlog`] units above the context base.
+#[inline(always)]
+fn bucket(q: i32) -> usize {
+    (q >> STEP_SHIFT).clamp(0, CONTEXTS as i32 - 1) as usize
+}
+
+/// A zeroed array on the heap (without building it on the stack first).
+fn zeroed<T: Copy + Default, const N: usize>() -> Box<[T; N]> {
+    match vec![T::default(); N].into_boxed_slice().try_into() {
+        Ok(a) => a,
+        Err(_) => unreachable!("the vector has N elements"),
+    }
+}
+
+/// The column arrays of a [`Scale`]: 768 KiB, allocated once per thread and kept between
+/// planes, of which a plane clears only the entries its rows use.
+type ColumnArrays = (Box<[u64; COLUMNS + QUAD]>, Box<[i32; COLUMNS + LAG]>);
+
+thread_local! {
+    static KEPT_COLUMNS: std::cell::RefCell<Option<ColumnArrays>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+impl Scale {
+    fn new(rows: Rows, base: i32) -> Scale {
+        let mean = qexp(base + ((CONTEXTS as i32) << STEP_SHIFT) / 2);
+        let row_len = rows.len as usize;
+        let (mut columns, mut deviation) = KEPT_COLUMNS
+            .with(|k| k.take())
+            .unwrap_or_else(|| (zeroed(), zeroed()));
+        columns[..row_len + QUAD].fill(0);
+        deviation[..row_len + LAG].fill(0);
+        Scale {
+            row_len,
+            added: rows.phase as usize,
+            phase: rows.phase as usize,
+            columns,
+            deviation,
+            row_sum: ROW_PRIOR * mean,
+            row_count: ROW_PRIOR,
+            rows: 0,
+            base,
+        }
+    }
+
+    /// The row's estimated magnitude, in [`qlog`] units less the context base.
+    #[inline(always)]
+    fn row(&self) -> i32 {
+        qlog(self.row_sum) - qlog(self.row_count) - self.base
+    }
+
+    /// The context of an element in column `column`, given its quad's [`Scale::row`].
+    #[inline(always)]
+    fn context_at(&self, row: i32, column: usize) -> usize {
+        bucket(row + self.deviation[column])
+    }
+
+    /// The context of element `j` of quad `q >= 2`, once quad `q - 2` is added: its column is
+    /// `QUAD + j` after the next one to add.
+    #[inline(always)]
+    fn context(&self, row: i32, j: usize) -> usize {
+        self.context_at(row, self.added % COLUMNS + QUAD + j % QUAD)
+    }
+
+    /// The context of element `i` of the first two quads (nothing added yet).
+    fn first_context(&self, row: i32, i: usize) -> usize {
+        self.context_at(row, (self.phase + i) % self.row_len)
+    }
+
+    /// Adds the magnitudes of a quad in order.
+    #[inline(always)]
+    fn add_quad(&mut self, v: [u64; QUAD]) {
+        let a = self.added % COLUMNS;
+        if a + QUAD < self.row_len {
+            for (c, v) in self.columns[a..a + QUAD].iter_mut().zip(v) {
+                *c += v;
+            }
+            self.row_sum += v.iter().sum::<u64>();
+            self.row_count += QUAD as u64;
+            self.added += QUAD;
+        } else {
+            for v in v {
+                self.add(v);
+            }
+        }
+    }
+
+    /// Adds the magnitude of the next element in order.
+    fn add(&mut self, v: u64) {
+        self.row_sum += v;
+        self.row_count += 1;
+        self.columns[self.added % COLUMNS] += v;
+        self.added += 1;
+        if self.added == self.row_len {
+            self.end_row();
+        }
+    }
+
+    /// Keeps the column arrays for the thread's next plane.
+    fn keep(self) {
+        KEPT_COLUMNS.with(|k| k.replace(Some((self.columns, self.deviation))));
+    }
+
+    #[cold]
+    fn end_row(&mut self) {
+        self.added = 0;
+        let mean = self.row_sum / self.row_count;
+        self.row_sum = ROW_PRIOR * mean;
+        self.row_count = ROW_PRIOR;
+        self.rows += 1;
+        // Deviations settle as rows accumulate: after the first rows they are refreshed
+        // every few rows only.
+        if self.rows > REFRESH && !self.rows.is_multiple_of(REFRESH) {
+            return;
+        }
+        let columns = &self.columns[..self.row_len];
+        let total: u64 = columns.iter().sum();
+        let mean_column = qlog(total) - qlog(self.row_len as u64);
+        let weight = ((self.rows << 16) / (self.rows + COLUMN_SHRINK)) as i64;
+        for (d, &c) in self.deviation.iter_mut().zip(columns) {
+            *d = match c {
+                0 => 0,
+                _ => (((qlog(c) - mean_column) as i64 * weight) >> 16) as i32,
+            };
+        }
+        for t in 0..LAG {
+            self.deviation[self.row_len + t] = self.deviation[t % self.row_len];
+        }
+    }
+}
+
+/// One context's adaptive model over the keys `0..=last`: counts on the schedule of the
+/// adaptive codec, the coding table, and the key at every 16th slot, from which decoding steps
+/// forward (usually not at all) to the key of the slot.
+struct Table {
+    counts: Counts,
+    /// `cum | freq << 16` of each key.
+    cf: [u32; 256],
+    /// The key whose slots hold slot `16 * b`, for each `b`, then [`BUCKET_PAD`] bytes that
+    /// the block-wise fill of [`Table::rebuild`] may write.
+    bucket: [u8; BUCKETS + BUCKET_PAD],
+    last: u8,
+}
+
+impl Table {
+    fn new(counts: Counts) -> Box<Table> {
+        let last = counts.used().last().copied().unwrap_or(0);
+        let mut t = Box::new(Table {
+            counts,
+            cf: [0; 256],
+            bucket: [0; BUCKETS + BUCKET_PAD],
+            last,
+        });
+        t.rebuild();
+        t
+    }
+
+    fn rebuild(&mut self) {
+        let freq = self.counts.frequencies();
+        let mut cum = 0u32;
+        for k in 0..=self.last {
+            let f = freq[k as usize];
+            self.cf[k as usize] = cum | f << 16;
+            let first = cum.div_ceil(1 << BUCKET_SHIFT) as usize;
+            cum += f;
+            let end = cum.div_ceil(1 << BUCKET_SHIFT) as usize;
+            // Most keys span a few entries, where a call to `fill` costs more than the bytes:
+            // the first BUCKET_PAD entries are written as one block, which may run into the
+            // next key's entries (that key then overwrites them) or into the padding.
+            if first < end {
+                if let Some(w) = self.bucket.get_mut(first..first + BUCKET_PAD) {
+                    w.copy_from_slice(&[k; BUCKET_PAD]);
+                }
+                if end - first > BUCKET_PAD {
+                    self.bucket[first + BUCKET_PAD..end].fill(k);
+                }
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn count(&mut self, k: u8) {
+        if self.counts.count(k) {
+            self.event();
+        }
+    }
+
+    #[cold]
+    fn event(&mut self) {
+        if self.counts.event() {
+            self.rebuild();
+        }
+    }
+
+    #[inline(always)]
+    fn encode(&mut self, enc: &mut Encoder, k: u8) {
+        let cf = self.cf[k as usize];
+        enc.encode(cf & 0xFFFF, cf >> 16);
+        self.count(k);
+    }
+
+    /// Decodes one key from `d` (reading `data`) and counts it. Valid streams give slots
+    /// below `PROB_SCALE`, where the last key's slots end; corrupt ones may give more, which
+    /// are taken as the last slot, so that the search stops at the last key.
+    #[inline(always)]
+    fn decode(&mut self, d: &mut Decoder, data: &[u8]) -> u8 {
+        let (r, slot) = d.slot();
+        let slot = slot.min(PROB_SCALE - 1);
+        let mut k = self.bucket[(slot >> BUCKET_SHIFT) as usize % BUCKETS];
+        let mut cf = self.cf[k as usize];
+        while slot >= (cf & 0xFFFF) + (cf >> 16) {
+            k = k.wrapping_add(1);
+            cf = self.cf[k as usize];
+        }
+        d.consume(data, r, cf & 0xFFFF, cf >> 16);
+        self.count(k);
+        k
+    }
+}
+
+/// The context models, each started on first use from the counts of those already started.
+struct Models {
+    used: usize,
+    tables: [Option<Box<Table>>; CONTEXTS],
+    params: Params,
+    /// Whether a context starts from the counts of those started (always, but in `sc models`).
+    inherit: bool,
+}
+
+impl Models {
+    fn new(used: usize) -> Models {
+        Models {
+            used,
+            tables: Default::default(),
+            params: PARAMS,
+            inherit: true,
+        }
+    }
+
+    /// The model of context `c` (below [`CONTEXTS`]).
+    #[inline(always)]
+    fn get(&mut self, c: usize) -> &mut Table {
+        let c = c % CONTEXTS;
+        if self.tables[c].is_none() {
+            self.start(c);
+        }
+        match &mut self.tables[c] {
+            Some(t) => t,
+            None => unreachable!("started above"),
+        }
+    }
+
+    /// Starts context `c` with counts of [`INHERIT`] in all, in proportion to the summed counts
+    /// of the contexts started (each key at least 1), or uniform if there are none.
+    #[cold]
+    fn start(&mut self, c: usize) {
+        let mut sum = [0u64; 256];
+        for t in self.tables.iter().flatten() {
+            for (s, &n) in sum.iter_mut().zip(t.counts.counts()) {
+                *s += n as u64;
+            }
+        }
+        let total: u64 = sum.iter().sum();
+        let mut counts = [0u32; 256];
+        for (n, &s) in counts[..self.used].iter_mut().zip(&sum) {
+            *n = match total {
+                _ if !self.inherit => INC,
+                0 => INC,
+                _ => (s * INHERIT / total).max(1) as u32,
+            };
+        }
+        let used = joint::keys(self.used);
+        self.tables[c] = Some(Table::new(Counts::new(used, self.params, counts)));
+    }
+}
+
+/// The context base an encoder writes: the mean magnitude of the block's elements half the
+/// contexts above context 0.
+fn base_of(keys: &[u8], mag: &[u64; 256]) -> i32 {
+    let sum: u64 = keys.iter().map(|&k| mag[k as usize]).sum();
+    let mean = sum / keys.len().max(1) as u64;
+    (qlog(mean) - ((CONTEXTS as i32) << STEP_SHIFT) / 2).clamp(i16::MIN as i32, i16::MAX as i32)
+}
+
+/// The contexts `sc models` measures next to the codec's own ([`Variant::RowsAndColumns`]).
+/// Payloads of the others are for measuring their size; they do not decode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Variant {
+    /// The codec's: the row's running mean magnitude and its column's deviation.
+    RowsAndColumns,
+    /// The row's running mean magnitude alone.
+    Rows,
+    /// The column's deviation alone, around the block's mean magnitude.
+    Columns,
+    /// The codec's contexts, each model starting uniform.
+    Uninherited,
+    /// The mean exponent of the previous 64 elements, in half-exponent steps around the
+    /// block's mean.
+    RecentExponent,
+    /// That in 4 one-exponent steps, by the exponent one row up relative to it in 4 steps.
+    RecentExponentAndUp,
+}
+
+/// The ctxjoint payload (plane 0) of an exponent plane and its sign/mantissa plane, whose
+/// elements lie in `rows`. Returns `false` (appending nothing) when the planes differ in
+/// length or use fewer than 2 or more than [`alphabet::MAX_USED`] joint symbols. Plane 1 is
+/// [`raw6::encode`].
+pub fn encode(exps: &[u8], mans: &[u8], rows: Rows, out: &mut Vec<u8>) -> bool {
+    encode_variant(exps, mans, rows, Variant::RowsAndColumns, out)
+}
+
+/// [`encode`] with the contexts of `variant`.
+pub(crate) fn encode_variant(
+    exps: &[u8],
+    mans: &[u8],
+    rows: Rows,
+    variant: Variant,
+    out: &mut Vec<u8>,
+) -> bool {
+    if exps.len() != mans.len() || !(1..=MAX_ROW).contains(&rows.len) || rows.phase >= rows.len {
+        return false;
+    }
+    let Some(alphabet) = Alphabet::of(exps, mans) else {
+        return false;
+    };
+    let key = alphabet.key_table();
+    let keys: Vec<u8> = exps
+        .iter()
+        .zip(mans)
+        .map(|(&e, &x)| key[alphabet::symbol(e, x)])
+        .collect();
+    let mag = magnitudes(&alphabet);
+    let base = base_of(&keys, &mag);
+    alphabet.write(out);
+    out.extend_from_slice(&rows.len.to_le_bytes());
+    out.extend_from_slice(&rows.phase.to_le_bytes());
+    out.extend_from_slice(&(base as i16).to_le_bytes());
+    // The contexts depend on the keys only, so they are found in a pass of their own.
+    let contexts = match variant {
+        Variant::RecentExponent | Variant::RecentExponentAndUp => {
+            let (te, _) = alphabet.expansion();
+            let exponents: Vec<u8> = keys.iter().map(|&k| te[k as usize]).collect();
+            recent_exponent_contexts(&exponents, rows, variant == Variant::RecentExponentAndUp)
+        }
+        _ => scale_contexts(&keys, &mag, rows, base, variant),
+    };
+    let mut models = Models::new(alphabet.len());
+    models.inherit = variant != Variant::Uninherited;
+    let mut e0 = Encoder::with_capacity(keys.len() / 3 + 16);
+    let mut e1 = Encoder::with_capacity(keys.len() / 3 + 16);
+    let pairs = keys.chunks_exact(2).zip(contexts.chunks_exact(2));
+    for (k, c) in pairs {
+        models.get(c[0] as usize).encode(&mut e0, k[0]);
+        models.get(c[1] as usize).encode(&mut e1, k[1]);
+    }
+    if let (Some(&k), Some(&c)) = (keys.last(), contexts.last()) {
+        if keys.len() % 2 == 1 {
+            models.get(c as usize).encode(&mut e0, k);
+        }
+    }
+    finish_two(out, e0, e1);
+    true
+}
+
+/// The context of every element under [`Scale`] (or, for the [`Variant::Rows`] and
+/// [`Variant::Columns`] measurements, under half of it).
+fn scale_contexts(
+    keys: &[u8],
+    mag: &[u64; 256],
+    rows: Rows,
+    base: i32,
+    variant: Variant,
+) -> Vec<u8> {
+    let mut scale = Scale::new(rows, base);
+    let mean_row = scale.row();
+    let mut contexts = Vec::with_capacity(keys.len());
+    for (q, quad) in keys.chunks(QUAD).enumerate() {
+        if q >= 2 {
+            let k = &keys[(q - 2) * QUAD..(q - 1) * QUAD];
+            scale.add_quad([0, 1, 2, 3].map(|j| mag[k[j] as usize]));
+        }
+        let row = match variant {
+            Variant::Columns => mean_row,
+            _ => scale.row(),
+        };
+        contexts.extend((0..quad.len()).map(|j| {
+            let c = match (variant, q) {
+                (Variant::Rows, _) => bucket(row),
+                (_, 0 | 1) => scale.first_context(row, q * QUAD + j),
+                _ => scale.context(row, j),
+            };
+            c as u8
+        }));
+    }
+    scale.keep();
+    contexts
+}
+
+/// The contexts of [`Variant::RecentExponent`] or, with `up`, of
+/// [`Variant::RecentExponentAndUp`], from each element's exponent.
+fn recent_exponent_contexts(exponents: &[u8], rows: Rows, up: bool) -> Vec<u8> {
+    const RECENT: usize = 64;
+    let n = exponents.len().max(1) as i64;
+    let mean2 = 2 * exponents.iter().map(|&e| e as i64).sum::<i64>() / n;
+    let row = rows.len as usize;
+    let mut sum = 0i64;
+    (0..exponents.len())
+        .map(|i| {
+            let seen = i.min(RECENT) as i64;
+            let recent2 = match seen {
+                0 => mean2,
+                _ => 2 * sum / seen,
+            };
+            if i >= RECENT {
+                sum -= exponents[i - RECENT] as i64;
+            }
+            sum += exponents[i] as i64;
+            let steps = recent2 - mean2;
+            let c = if up {
+                let coarse = (steps.div_euclid(2) + 2).clamp(0, 3);
+                let above = match i.checked_sub(row) {
+                    Some(a) => {
+                        (2 * exponents[a] as i64 - recent2)
+                            .div_euclid(2)
+                            .clamp(-2, 1)
+                            + 2
+                    }
+                    None => 1,
+                };
+                coarse * 4 + above
+            } else {
+                (steps + CONTEXTS as i64 / 2).clamp(0, CONTEXTS as i64 - 1)
+            };
+            c as u8
+        })
+        .collect()
+}
+
+/// Reads the row layout and context base that follow the alphabet.
+fn read_layout(payload: &[u8]) -> Result<(Rows, i32, &[u8]), CodecError> {
+    let head = payload
+        .get(..LAYOUT_LEN)
+        .ok_or(CodecError("ctxjoint layout truncated"))?;
+    let word = |at: usize| u32::from_le_bytes([head[at], head[at + 1], head[at + 2], head[at + 3]]);
+    let rows = Rows {
+        len: word(0),
+        phase: word(4),
+    };
+    if !(1..=MAX_ROW).contains(&rows.len) || rows.phase >= rows.len {
+        return Err(CodecError("ctxjoint row layout out of range"));
+    }
+    let base = i16::from_le_bytes([head[8], head[9]]) as i32;
+    Ok((rows, base, &payload[LAYOUT_LEN..]))
+}
+
+/// The decoding state of one plane: the models, the scale and the two streams.
+struct State<'a> {
+    scale: Scale,
+    models: Models,
+    mag: [u64; 256],
+    streams: Streams<'a>,
+    /// Magnitudes of the last two quads decoded, element `i` at `i % LAG`.
+    last: [u64; LAG],
+    /// Elements decoded.
+    done: usize,
+}
+
+/// Decodes the key of the next element from `d`, which reads `data`, with the model of
+/// context `c`; `last` takes its magnitude.
+#[inline(always)]
+fn step(
+    models: &mut Models,
+    mag: &[u64; 256],
+    d: &mut Decoder,
+    data: &[u8],
+    c: usize,
+    last: &mut u64,
+) -> u8 {
+    let k = models.get(c).decode(d, data);
+    *last = mag[k as usize];
+    k
+}
+
+impl State<'_> {
+    /// Decodes the next `out.len()` keys into `out`; every call but the plane's last decodes
+    /// whole quads.
+    fn decode_into(&mut self, out: &mut [u8]) {
+        let data = self.streams.data;
+        let [mut d0, mut d1] = self.streams.decs;
+        let State {
+            scale,
+            models,
+            mag,
+            last,
+            done,
+            ..
+        } = self;
+        for quad in out.chunks_mut(QUAD) {
+            let q = *done / QUAD;
+            *done += quad.len();
+            // This quad's magnitudes replace those of quad q - 2, added first.
+            let slot = (q % 2) * QUAD;
+            let [l0, l1, l2, l3] = match last.get_mut(slot..slot + QUAD) {
+                Some([l0, l1, l2, l3]) => [l0, l1, l2, l3],
+                _ => unreachable!("slot is 0 or QUAD"),
+            };
+            if q >= 2 {
+                scale.add_quad([*l0, *l1, *l2, *l3]);
+            }
+            let row = scale.row();
+            if let ([k0, k1, k2, k3], true) = (&mut *quad, q >= 2) {
+                *k0 = step(models, mag, &mut d0, data, scale.context(row, 0), l0);
+                *k1 = step(models, mag, &mut d1, data, scale.context(row, 1), l1);
+                *k2 = step(models, mag, &mut d0, data, scale.context(row, 2), l2);
+                *k3 = step(models, mag, &mut d1, data, scale.context(row, 3), l3);
+                continue;
+            }
+            // The plane's first two quads (nothing added yet) or its last, partial one.
+            for (j, (k, l)) in quad.iter_mut().zip([l0, l1, l2, l3]).enumerate() {
+                let c = match q {
+                    0 | 1 => scale.first_context(row, q * QUAD + j),
+                    _ => scale.context(row, j),
+                };
+                let d = if j % 2 == 0 { &mut d0 } else { &mut d1 };
+                *k = step(models, mag, d, data, c, l);
+            }
+        }
+        self.streams.decs = [d0, d1];
+    }
+}
+
+/// Decodes a ctxjoint payload `payload` and its raw payload `raw` into the exponent plane
+/// `exps` and the sign/mantissa plane `mans`.
+pub fn decode(
+    payload: &[u8],
+    raw: &[u8],
+    exps: &mut [u8],
+    mans: &mut [u8],
+) -> Result<(), CodecError> {
+    /// Elements per chunk: a multiple of 4 (whole groups of raw bytes) whose keys stay in L1.
+    const CHUNK: usize = 8192;
+    if exps.len() != mans.len() {
+        return Err(CodecError("joint planes differ in length"));
+    }
+    raw6::check(raw, mans.len())?;
+    let (alphabet, rest) = Alphabet::read(payload)?;
+    let (rows, base, coded) = read_layout(rest)?;
+    let (te, tm) = alphabet.expansion();
+    let mut st = State {
+        scale: Scale::new(rows, base),
+        models: Models::new(alphabet.len()),
+        mag: magnitudes(&alphabet),
+        streams: two_streams(coded, 0)?,
+        last: [0; LAG],
+        done: 0,
+    };
+    for ((ec, mc), rc) in exps
+        .chunks_mut(CHUNK)
+        .zip(mans.chunks_mut(CHUNK))
+        .zip(raw.chunks(CHUNK / 4 * 3))
+    {
+        st.decode_into(ec);
+        joint::expand(&te, &tm, rc, ec, mc);
+    }
+    st.scale.keep();
+    st.streams.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Weights-like planes: rows with scales of their own, columns with scales of their own.
+    fn planes(n: usize, row: usize, seed: u32) -> (Vec<u8>, Vec<u8>) {
+        let mut x = seed | 1;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x
+        };
+        let row_scale: Vec<i32> = (0..n / row + 2).map(|_| (rnd() % 5) as i32).collect();
+        let col_scale: Vec<i32> = (0..row).map(|_| (rnd() % 3) as i32).collect();
+        let (mut e, mut m) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        for i in 0..n {
+            let drop = (rnd() % 8).min(rnd() % 8) as i32;
+            e.push((120 + row_scale[i / row] + col_scale[i % row] - drop) as u8);
+            m.push(rnd() as u8);
+        }
+        (e, m)
+    }
+
+    fn roundtrip(e: &[u8], m: &[u8], rows: Rows) -> usize {
+        let mut p = Vec::new();
+        assert!(encode(e, m, rows, &mut p));
+        let mut r = Vec::new();
+        raw6::encode(m, &mut r);
+        let (mut de, mut dm) = (vec![0xAA; e.len()], vec![0x55; e.len()]);
+        decode(&p, &r, &mut de, &mut dm).unwrap();
+        assert_eq!(de, e);
+        assert_eq!(dm, m);
+        p.len()
+    }
+
+    #[test]
+    fn qlog_is_monotone_and_inverts() {
+        let mut last = -1;
+        for x in 1..100_000u64 {
+            let q = qlog(x);
+            assert!(q >= last, "x={x}");
+            last = q;
+        }
+        assert_eq!(qlog(0), 0);
+        assert_eq!(qlog(1), 0);
+        assert_eq!(qlog(2), 64);
+        assert_eq!(qlog(3), 64 + 32);
+        assert_eq!(qlog(3 << 56), 57 * 64 + 32);
+        for q in [384, 400, 1000, 2000, 51 * 64 + 63] {
+            assert_eq!(qlog(qexp(q)), q, "q={q}");
+        }
+    }
+
+    #[test]
+    fn roundtrips_at_any_layout() {
+        for (n, row) in [
+            (2usize, 1usize),
+            (3, 2),
+            (7, 3),
+            (100, 10),
+            (8191, 384),
+            (8193, 64),
+        ] {
+            let (e, m) = planes(n, row, n as u32);
+            if Alphabet::of(&e, &m).is_none() {
+                continue;
+            }
+            for rows in [
+                Rows { len: 1, phase: 0 },
+                Rows::at(row as u64, 0),
+                Rows::at(row as u64, 5),
+                Rows::at(row as u64, -3),
+                Rows::at(n as u64 * 3, 7),
+                Rows {
+                    len: MAX_ROW,
+                    phase: MAX_ROW - 1,
+                },
+            ] {
+                roundtrip(&e, &m, rows);
+            }
+        }
+    }
+
+    #[test]
+    fn rows_beat_the_joint_codec_on_scaled_rows() {
+        let (e, m) = planes(200_000, 500, 7);
+        let ctx = roundtrip(&e, &m, Rows::at(500, 0));
+        let mut plain = Vec::new();
+        assert!(joint::encode_joint(&e, &m, &mut plain));
+        assert!(
+            (ctx as f64) < plain.len() as f64 * 0.97,
+            "ctxjoint {ctx} vs joint {}",
+            plain.len()
+        );
+    }
+
+    #[test]
+    fn bad_layouts_and_payloads_are_errors() {
+        let (e, m) = planes(5000, 50, 3);
+        assert!(!encode(&e, &m, Rows { len: 0, phase: 0 }, &mut Vec::new()));
+        assert!(!encode(&e, &m, Rows { len: 4, phase: 4 }, &mut Vec::new()));
+        assert!(!encode(
+            &e,
+            &m,
+            Rows {
+                len: MAX_ROW + 1,
+                phase: 0
+            },
+            &mut Vec::new()
+        ));
+        let mut p = Vec::new();
+        assert!(encode(&e, &m, Rows::at(50, 0), &mut p));
+        let mut r = Vec::new();
+        raw6::encode(&m, &mut r);
+        let (mut de, mut dm) = (vec![0; 5000], vec![0; 5000]);
+        let at = Alphabet::read(&p).unwrap().1.as_ptr() as usize - p.as_ptr() as usize;
+        for (field, bad) in [(0, 0u32), (0, MAX_ROW + 1), (4, 50)] {
+            let mut q = p.clone();
+            q[at + field..at + field + 4].copy_from_slice(&bad.to_le_bytes());
+            assert!(decode(&q, &r, &mut de, &mut dm).is_err());
+        }
+        for cut in [0, 1, 33, at + 3, at + 9, at + 12, p.len() / 2, p.len() - 1] {
+            assert!(decode(&p[..cut], &r, &mut de, &mut dm).is_err());
+        }
+        assert!(decode(&p, &r[1..], &mut de, &mut dm).is_err());
+        assert!(decode(&p, &r, &mut de[1..], &mut dm).is_err());
+        for k in 0..p.len() {
+            let mut q = p.clone();
+            q[k] ^= 0x5A;
+            let _ = decode(&q, &r, &mut de, &mut dm);
+        }
+    }
+}
