@@ -6,7 +6,7 @@
 //! check the MD5 of the whole file; what it does check is everything it reads: the file header,
 //! index and trailer checksums, each block record's checksum, and each decoded block's XXH3-64.
 
-use crate::container::{self, BlockRecord, FileHeader, Footer, IndexEntry, Kind, Mode};
+use crate::container::{BlockRecord, FileHeader, Footer, IndexEntry, Kind, Mode};
 use crate::error::{Error, Result};
 use crate::pipeline::decode::{decode_into, decode_one, Block, Counting, Source, Stream};
 use crate::pipeline::pool::Pool;
@@ -802,7 +802,7 @@ pub fn inspect<R: Read + Seek>(r: &mut R) -> Result<ArchiveInfo> {
         Kind::Generic => None,
     };
     Ok(ArchiveInfo {
-        format_version: container::VERSION,
+        format_version: header.version,
         mode: header.mode,
         kind: header.kind,
         block_size: header.block_size,

@@ -16,11 +16,14 @@ pub enum Error {
     #[error("not an sc archive (bad magic bytes)")]
     BadMagic,
     /// The archive was written by a format version this build cannot read.
-    #[error("unsupported sc format version {found} (this build reads version {supported})")]
+    #[error(
+        "unsupported sc format version {found} (this build reads versions {} to {supported})",
+        crate::container::OLDEST_VERSION
+    )]
     UnsupportedVersion {
         /// Version found in the file.
         found: u16,
-        /// Version this build reads.
+        /// Newest version this build reads.
         supported: u16,
     },
     /// The archive ended before a structure was complete.

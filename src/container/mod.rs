@@ -17,8 +17,11 @@ use std::io::{self, Read, Write};
 pub const MAGIC: [u8; 4] = [0x89, b'S', b'C', b'W'];
 /// Last bytes of every archive.
 pub const END_MAGIC: [u8; 4] = *b"SCWE";
-/// Format version written and read by this build.
-pub const VERSION: u16 = 1;
+/// Format version written by this build, and the newest it reads.
+pub const VERSION: u16 = 2;
+/// Oldest format version this build reads: version 2 only added a codec (`ctxjoint`), so
+/// version 1 archives read as they always did.
+pub const OLDEST_VERSION: u16 = 1;
 /// Smallest block size.
 pub const MIN_BLOCK_SIZE: u32 = 4 << 10;
 /// Largest block size.
@@ -112,6 +115,8 @@ fn corrupt(msg: impl Into<String>) -> Error {
 /// The file header: mode, kind, block size and the original safetensors header verbatim.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileHeader {
+    /// Format version of the archive (written: always [`VERSION`]).
+    pub version: u16,
     /// Mode the archive was made with.
     pub mode: Mode,
     /// Safetensors or generic.
@@ -138,7 +143,7 @@ impl FileHeader {
     pub fn write(&self, w: &mut impl Write) -> io::Result<()> {
         let mut b = Vec::with_capacity(self.encoded_len() as usize);
         b.extend_from_slice(&MAGIC);
-        b.extend_from_slice(&VERSION.to_le_bytes());
+        b.extend_from_slice(&self.version.to_le_bytes());
         b.push(self.mode as u8);
         b.push(self.kind as u8);
         b.extend_from_slice(&self.block_size.to_le_bytes());
@@ -165,7 +170,7 @@ impl FileHeader {
             return Err(Error::Truncated("file header"));
         }
         let version = u16_at(&fixed, 4);
-        if version != VERSION {
+        if !(OLDEST_VERSION..=VERSION).contains(&version) {
             return Err(Error::UnsupportedVersion {
                 found: version,
                 supported: VERSION,
@@ -215,6 +220,7 @@ impl FileHeader {
             return Err(corrupt("kept safetensors header has the wrong length"));
         }
         Ok(FileHeader {
+            version,
             mode,
             kind,
             block_size,

@@ -5,6 +5,7 @@
 use crate::choice;
 use crate::codec::{Codec, CodecError, Decode};
 use crate::container::{checksum, BlockRecord, Mode, PlaneEntry};
+use crate::pipeline::plan::TensorRows;
 use crate::transform::{Transform, MAX_PLANES};
 use rayon::prelude::*;
 
@@ -20,12 +21,19 @@ pub struct Scratch {
 }
 
 /// Codes one block into the scratch `s`; returns its record, whose payloads [`payloads`]
-/// finds in `raw` and `s`.
+/// finds in `raw` and `s`. `rows` says where its elements lie in the rows of its tensor, if it
+/// holds one.
 ///
 /// Some transforms are chosen per block by measurement ([`choice::refine`]), so the transform
 /// recorded may differ from the one planned.
-pub fn code_block(raw: &[u8], transform: Transform, mode: Mode, s: &mut Scratch) -> BlockRecord {
-    let (transform, codecs) = choice::code(raw, transform, mode, s);
+pub fn code_block(
+    raw: &[u8],
+    transform: Transform,
+    rows: Option<TensorRows>,
+    mode: Mode,
+    s: &mut Scratch,
+) -> BlockRecord {
+    let (transform, codecs) = choice::code(raw, transform, rows, mode, s);
     let n = transform.planes();
     BlockRecord {
         transform,

@@ -2,12 +2,12 @@
 
 use super::block::{code_block, payloads, Scratch};
 use super::digest::DigestWorker;
-use super::plan::Planner;
+use super::plan::{Planner, TensorRows};
 use super::pool::{Pool, Pooled};
 use super::{on_threads, ordered, Budget, Pools, DEFAULT_MEMORY};
 use crate::container::{
     check_block_size, BlockRecord, FileHeader, Footer, IndexEntry, Kind, Mode,
-    DEFAULT_BLOCK_SIZE, MAX_KEPT_JSON,
+    DEFAULT_BLOCK_SIZE, MAX_KEPT_JSON, VERSION,
 };
 use crate::error::{Error, HeaderError, Result};
 use crate::read::read_up_to;
@@ -156,15 +156,18 @@ struct InputReader {
     done: bool,
 }
 
-/// A block read from the input: how to split it, and its bytes (shared with the MD5 thread).
-type RawBlock = (Transform, Arc<Vec<u8>>);
+/// A block read from the input: how to split it, where its elements lie in rows, and its bytes.
+type ReadBlock = (Transform, Option<TensorRows>, Vec<u8>);
+
+/// A [`ReadBlock`] whose bytes are shared with the MD5 thread.
+type RawBlock = (Transform, Option<TensorRows>, Arc<Vec<u8>>);
 
 impl InputReader {
     fn read(
         &mut self,
         source: &mut impl Read,
         buffers: &Pool<Vec<u8>>,
-    ) -> Result<Option<(Transform, Vec<u8>)>> {
+    ) -> Result<Option<ReadBlock>> {
         while !self.done {
             let Some(spec) = self.planner.next() else {
                 self.done = true;
@@ -182,7 +185,7 @@ impl InputReader {
                 self.done = true;
             }
             if got > 0 {
-                return Ok(Some((transform, buf)));
+                return Ok(Some((transform, spec.rows, buf)));
             }
         }
         Ok(None)
@@ -279,6 +282,7 @@ fn encode_here<R: Read + Send, W: Write + Send>(
         None => (Kind::Generic, Vec::new(), consumed),
     };
     let file_header = FileHeader {
+        version: VERSION,
         mode: opts.mode,
         kind,
         block_size: opts.block_size,
@@ -312,17 +316,17 @@ fn encode_here<R: Read + Send, W: Write + Send>(
                 d.wait_behind(budget.md5_behind);
             }
             let block = reader.read(&mut source, &pools.blocks)?;
-            Ok(block.map(|(t, raw)| {
+            Ok(block.map(|(t, rows, raw)| {
                 let raw = Arc::new(raw);
                 if let Some(d) = &digest {
                     d.push(raw.clone());
                 }
-                (t, raw)
+                (t, rows, raw)
             }))
         },
-        &|(t, raw): RawBlock| {
+        &|(t, rows, raw): RawBlock| {
             let mut scratch = pools.scratch.guard();
-            let record = code_block(&raw, t, mode, &mut scratch);
+            let record = code_block(&raw, t, rows, mode, &mut scratch);
             (raw, scratch, record)
         },
         &mut |coded| {

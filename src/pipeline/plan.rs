@@ -24,6 +24,32 @@ pub struct BlockSpec {
     pub len: u64,
     /// Planned transform.
     pub transform: Transform,
+    /// The rows of the tensor with the most bytes in the block, if the block holds tensors.
+    pub rows: Option<TensorRows>,
+}
+
+/// Where the elements of a block lie in the rows of the tensor that fills most of it, for the
+/// coders that model rows (BEST's `ctxjoint`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TensorRows {
+    /// Row lengths in elements to choose from: the tensor's last dimension above 1, and the
+    /// product of its dimensions after the first (the same for 2-D tensors; both the element
+    /// count for 1-D ones).
+    pub lens: [u64; 2],
+    /// Index in the tensor of the block's first element; negative when the tensor starts
+    /// inside the block.
+    pub first: i64,
+}
+
+impl TensorRows {
+    /// The row lengths of a tensor of `shape` holding `elements` elements.
+    pub(crate) fn lens(shape: &[u64], elements: u64) -> [u64; 2] {
+        let dims: Vec<u64> = shape.iter().copied().filter(|&d| d > 1).collect();
+        match dims.as_slice() {
+            [] | [_] => [elements.max(1); 2],
+            [_, rest @ ..] => [dims[dims.len() - 1], rest.iter().product()],
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -32,6 +58,9 @@ struct Region {
     /// `None`: runs to the end of the input, whatever its length.
     end: Option<u64>,
     transform: Transform,
+    /// Row lengths of the region's tensor ([`TensorRows::lens`]); `None` for bytes outside
+    /// tensors.
+    rows: Option<[u64; 2]>,
 }
 
 /// Transform planned for a tensor of `dtype`: floats get exponent-aligned planes, integers
@@ -72,13 +101,17 @@ impl Planner {
                     start: pos,
                     end: Some(start),
                     transform: Transform::Bytes,
+                    rows: None,
                 });
             }
             if end > start {
+                let transform = transform_for(t.dtype);
+                let elements = (end - start) / transform.width() as u64;
                 regions.push(Region {
                     start,
                     end: Some(end),
-                    transform: transform_for(t.dtype),
+                    transform,
+                    rows: Some(TensorRows::lens(&t.shape, elements)),
                 });
             }
             pos = pos.max(end);
@@ -87,6 +120,7 @@ impl Planner {
             start: pos,
             end: None,
             transform: Transform::Bytes,
+            rows: None,
         });
         Planner {
             pos: prefix_len,
@@ -102,6 +136,8 @@ impl Iterator for Planner {
 
     fn next(&mut self) -> Option<BlockSpec> {
         let mut block: Option<BlockSpec> = None;
+        // Bytes of the region the block's rows come from.
+        let mut largest = 0;
         while let Some(region) = self.regions.get(self.next_region).copied() {
             let left = region
                 .end
@@ -115,11 +151,14 @@ impl Iterator for Planner {
             match &mut block {
                 None => {
                     let take = left.min(cap);
+                    let into = (self.pos.saturating_sub(region.start) / width) as i64;
                     block = Some(BlockSpec {
                         offset: self.pos,
                         len: take,
                         transform: region.transform,
+                        rows: region.rows.map(|lens| TensorRows { lens, first: into }),
                     });
+                    largest = take;
                     self.pos += take;
                     if take < left {
                         break;
@@ -130,6 +169,14 @@ impl Iterator for Planner {
                         && left <= cap - b.len
                         && (left < SHARE_LIMIT || b.len < SHARE_LIMIT) =>
                 {
+                    if left > largest {
+                        largest = left;
+                        let before = (b.len / width) as i64;
+                        b.rows = region.rows.map(|lens| TensorRows {
+                            lens,
+                            first: -before,
+                        });
+                    }
                     b.len += left;
                     self.pos += left;
                 }
@@ -196,5 +243,29 @@ mod tests {
             .collect();
         // Each bias joins its tensor; the second tensor starts a block of its own.
         assert_eq!(plan, [(0, w + b), (w + b, w + b)]);
+    }
+
+    #[test]
+    fn blocks_know_the_rows_of_their_largest_tensor() {
+        // A bias, a [64, 3, 5] tensor (1920 bytes of BF16), then a 1-D tensor.
+        let json = br#"{"b":{"dtype":"BF16","shape":[8],"data_offsets":[0,16]},
+            "w":{"dtype":"BF16","shape":[64,3,5],"data_offsets":[16,1936]},
+            "v":{"dtype":"BF16","shape":[1,300],"data_offsets":[1936,2536]}}"#;
+        let h = Header::parse(json, Some(2536)).unwrap();
+        let rows = |block: u32| -> Vec<Option<TensorRows>> {
+            Planner::new(Some(&h), 0, block)
+                .take(3)
+                .map(|b| b.rows)
+                .collect()
+        };
+        let at = |lens, first| Some(TensorRows { lens, first });
+        // 2 KiB blocks: the bias joins w's block, which starts 8 elements before w.
+        assert_eq!(rows(2048), [at([5, 15], -8), at([300, 300], 0), None]);
+        // 1 KiB blocks: w does not fit beside the bias, and its second block starts at its
+        // element 512.
+        assert_eq!(
+            rows(1024),
+            [at([8, 8], 0), at([5, 15], 0), at([5, 15], 512)]
+        );
     }
 }
