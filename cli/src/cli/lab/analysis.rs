@@ -7,9 +7,15 @@
 //! mantissa bits beside it, and the conditional entropies H(second | high) and
 //! H(sign, mantissa | exponent), both equal to H(word) minus a marginal. Each gives a lower bound
 //! for a coder that models the planes that way.
+//!
+//! For floats with 16-bit top words, the joint symbol BEST codes (the exponent and the two
+//! mantissa bits below it) is also counted per tensor in the contexts of a context model: the
+//! mean exponent of the previous 64 elements, and that with the exponent one row up.
 
 use sc::lab::{entropy_bits, read_file_header};
 use sc::{Dtype, Result};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::io::{Read, Seek, SeekFrom};
 
 /// Bytes read per step; bounds memory whatever the tensor size.
@@ -264,6 +270,31 @@ pub struct DtypeAnalysis {
     pub counts: Counts,
     /// Sum over the tensors of elements x their own joint bound ([`Entropies::joint`]).
     pub per_tensor_bits: f64,
+    /// Sums over the tensors of their context bounds ([`ContextBits`]), for floats with 16-bit
+    /// top words.
+    pub context_bits: Option<ContextBits>,
+}
+
+/// Bits of a tensor's elements (or the sum over tensors) when the joint symbol (exponent and
+/// the two mantissa bits below it) is coded with one model per tensor, order-0 or in a context,
+/// and the other bits of the top word stored raw and the lower planes coded order-0.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ContextBits {
+    /// The symbol order-0.
+    pub order0: f64,
+    /// The symbol given the mean exponent of the previous 64 elements, in half-exponent steps.
+    pub running: f64,
+    /// The symbol given that and the exponent of the element one row up (the tensor's last
+    /// dimension above 1 as the row, for tensors of two such dimensions or more).
+    pub running_up: f64,
+}
+
+impl ContextBits {
+    fn add(&mut self, o: &ContextBits) {
+        self.order0 += o.order0;
+        self.running += o.running;
+        self.running_up += o.running_up;
+    }
 }
 
 impl DtypeAnalysis {
@@ -275,10 +306,27 @@ impl DtypeAnalysis {
     /// The bounds of [`Entropies::bounds`], then the joint bound with one model per tensor.
     pub fn bounds(&self) -> Vec<Bound> {
         let mut b = self.entropies().bounds();
+        let per = |bits: f64| bits / self.counts.elements.max(1) as f64;
         b.push(Bound {
             name: "joint, one model per tensor",
-            bits: self.per_tensor_bits / self.counts.elements.max(1) as f64,
+            bits: per(self.per_tensor_bits),
         });
+        if let Some(c) = self.context_bits {
+            b.extend([
+                Bound {
+                    name: "exponent + 2 mantissa bits, one model per tensor",
+                    bits: per(c.order0),
+                },
+                Bound {
+                    name: "same, given the mean exponent of the last 64",
+                    bits: per(c.running),
+                },
+                Bound {
+                    name: "same, given that and the exponent one row up",
+                    bits: per(c.running_up),
+                },
+            ]);
+        }
         b
     }
 
@@ -321,6 +369,131 @@ impl Analysis {
     }
 }
 
+/// A hasher for integer keys: one multiplication (the keys are small and well spread).
+#[derive(Default)]
+struct IntHasher(u64);
+
+impl Hasher for IntHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0 ^ x)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .rotate_left(29);
+    }
+}
+
+/// Counts of (context, symbol) pairs.
+type PairCounts = HashMap<u64, u64, BuildHasherDefault<IntHasher>>;
+
+/// Elements over which the running mean exponent is taken.
+const RUNNING: usize = 64;
+/// Longest row whose exponents are kept for the row-above context.
+const MAX_ROW: u64 = 1 << 20;
+
+/// The joint symbols of one float tensor, counted in the contexts of [`ContextBits`].
+struct SymbolContexts {
+    /// Lowest bit of the exponent in the top word, and its width.
+    lo: u32,
+    bits: u32,
+    /// Exponents of the last [`RUNNING`] elements (a ring) and their sum.
+    recent: [u32; RUNNING],
+    sum: u32,
+    /// Exponents of the last row (a ring), if the tensor has rows.
+    above: Vec<u32>,
+    seen: usize,
+    order0: Vec<u64>,
+    running: PairCounts,
+    running_up: PairCounts,
+}
+
+impl SymbolContexts {
+    /// Counts for a tensor of `shape` in `layout`, if it is a float with a 16-bit top word.
+    fn new(layout: Layout, shape: &[u64]) -> Option<SymbolContexts> {
+        let (lo, bits) = layout
+            .exponent
+            .filter(|&(lo, _)| lo >= 2 && layout.word_bits == 16)?;
+        let dims: Vec<u64> = shape.iter().copied().filter(|&d| d > 1).collect();
+        let row = match dims.as_slice() {
+            [_, .., last] if *last <= MAX_ROW => *last as usize,
+            _ => 0,
+        };
+        Some(SymbolContexts {
+            lo,
+            bits,
+            recent: [0; RUNNING],
+            sum: 0,
+            above: vec![0; row],
+            seen: 0,
+            order0: vec![0; 1 << (bits + 2)],
+            running: PairCounts::default(),
+            running_up: PairCounts::default(),
+        })
+    }
+
+    /// Counts the top word `v` of the next element.
+    fn add(&mut self, v: usize) {
+        let e = (v >> self.lo) as u32 & ((1 << self.bits) - 1);
+        let sym = (v >> (self.lo - 2)) as u64 & ((1 << (self.bits + 2)) - 1);
+        let n = self.seen.min(RUNNING) as u32;
+        // Half-exponent steps; the first element has a context of its own.
+        let running = match n {
+            0 => u32::MAX as u64,
+            _ => (2 * self.sum / n) as u64,
+        };
+        let row = self.above.len();
+        let up = match row {
+            r if r > 0 && self.seen >= r => self.above[self.seen % r] as u64,
+            _ => u32::MAX as u64,
+        };
+        self.order0[sym as usize] += 1;
+        *self.running.entry(running << 16 | sym).or_default() += 1;
+        *self
+            .running_up
+            .entry((running << 32 | up) << 16 | sym)
+            .or_default() += 1;
+        let slot = self.seen % RUNNING;
+        self.sum = self.sum - self.recent[slot] + e;
+        self.recent[slot] = e;
+        if row > 0 {
+            self.above[self.seen % row] = e;
+        }
+        self.seen += 1;
+    }
+
+    /// The symbol's bits order-0 and in each context, and `rest` bits per element more.
+    fn bits(&self, rest: f64) -> ContextBits {
+        let n = self.seen as f64;
+        let raw = rest + (16 - self.bits - 2) as f64;
+        ContextBits {
+            order0: entropy_bits(&self.order0) * n + raw * n,
+            running: conditional_bits(&self.running) + raw * n,
+            running_up: conditional_bits(&self.running_up) + raw * n,
+        }
+    }
+}
+
+/// The bits of the symbols (the low 16 bits of each key) given their contexts (the rest),
+/// coded with the counts as probabilities: the sum of `-c log2(c / context total)`.
+fn conditional_bits(pairs: &PairCounts) -> f64 {
+    let mut totals = PairCounts::default();
+    for (&k, &c) in pairs {
+        *totals.entry(k >> 16).or_default() += c;
+    }
+    pairs
+        .iter()
+        .map(|(&k, &c)| -(c as f64) * (c as f64 / totals[&(k >> 16)] as f64).log2())
+        .sum()
+}
+
 /// Analyses the safetensors file `r`, reading each tensor once in bounded chunks.
 ///
 /// A file that is not safetensors is [`sc::Error::NotSafetensors`] saying why.
@@ -337,6 +510,7 @@ fn analyze_in_chunks<R: Read + Seek>(r: &mut R, chunk: usize) -> Result<Analysis
     for t in &header.tensors {
         let layout = Layout::of(t.dtype);
         let mut counts = Counts::new(layout);
+        let mut contexts = SymbolContexts::new(layout, &t.shape);
         let step = (chunk / layout.width).max(1) * layout.width;
         r.seek(SeekFrom::Start(base + t.begin))?;
         let mut left = t.end - t.begin;
@@ -345,6 +519,12 @@ fn analyze_in_chunks<R: Read + Seek>(r: &mut R, chunk: usize) -> Result<Analysis
             buf.resize(n, 0);
             r.read_exact(&mut buf)?;
             counts.add(&buf);
+            if let Some(c) = &mut contexts {
+                for e in buf.chunks_exact(layout.width) {
+                    let w = layout.width;
+                    c.add((e[w - 1] as usize) << 8 | e[w - 2] as usize);
+                }
+            }
             left -= n as u64;
         }
         let entropies = counts.entropies();
@@ -357,6 +537,7 @@ fn analyze_in_chunks<R: Read + Seek>(r: &mut R, chunk: usize) -> Result<Analysis
                     bytes: 0,
                     counts: Counts::new(layout),
                     per_tensor_bits: 0.0,
+                    context_bits: None,
                 });
                 dtypes.len() - 1
             }
@@ -366,6 +547,11 @@ fn analyze_in_chunks<R: Read + Seek>(r: &mut R, chunk: usize) -> Result<Analysis
         d.bytes += t.end - t.begin;
         d.counts.merge(&counts);
         d.per_tensor_bits += entropies.joint() * counts.elements as f64;
+        if let Some(c) = &contexts {
+            d.context_bits
+                .get_or_insert_with(ContextBits::default)
+                .add(&c.bits(entropies.rest()));
+        }
         tensors.push(TensorAnalysis {
             name: t.name.clone(),
             dtype: t.dtype_name.clone(),
@@ -529,6 +715,48 @@ mod tests {
         let low_given_high = naive(v()) - naive(v().map(|x| x >> 8));
         close(e.second_given_high().unwrap(), low_given_high, "low | high");
         assert_eq!(a.dtypes[0].counts.elements, vals.len() as u64);
+    }
+
+    #[test]
+    fn context_bounds_of_repeated_rows() {
+        // Four rows of 1.0, 2.0: the symbols take one bit each order-0, and the exponent one
+        // row up determines them; every BF16 element has 6 more bits stored raw.
+        let v: Vec<u16> = [0x3F80, 0x4000].repeat(4);
+        let mut json = br#"{"t":{"dtype":"BF16","shape":[4,2],"data_offsets":[0,16]}}"#.to_vec();
+        let mut f = (json.len() as u64).to_le_bytes().to_vec();
+        f.append(&mut json);
+        f.extend_from_slice(&le16(&v));
+        let a = analyze(&mut Cursor::new(&f)).unwrap();
+        let c = a.dtypes[0].context_bits.unwrap();
+        close(c.order0, 8.0 + 6.0 * 8.0, "order-0");
+        close(c.running_up, 6.0 * 8.0, "given the row above");
+        assert!(c.running_up <= c.running && c.running <= c.order0);
+        // Integer tensors have no exponent to model.
+        let f = file(&[("i", "I32", le32(&[1, 2, 3]), 3)]);
+        assert_eq!(
+            analyze(&mut Cursor::new(&f)).unwrap().dtypes[0].context_bits,
+            None
+        );
+    }
+
+    #[test]
+    fn conditional_bits_agree_with_a_naive_computation() {
+        let mut s = 99u64;
+        let mut pairs = PairCounts::default();
+        let mut keys = Vec::new();
+        for _ in 0..5000 {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1);
+            let (ctx, sym) = ((s >> 60) % 5, (s >> 40) % 7 + (s >> 60) % 5);
+            *pairs.entry(ctx << 16 | sym).or_default() += 1;
+            keys.push((ctx, sym));
+        }
+        let joint = naive(keys.iter().map(|&(c, s)| c << 16 | s));
+        let ctx = naive(keys.iter().map(|&(c, _)| c));
+        close(
+            conditional_bits(&pairs) / 5000.0,
+            joint - ctx,
+            "H(sym | ctx)",
+        );
     }
 
     #[test]
