@@ -2,8 +2,10 @@
 //! file, next to the order-0 entropies they are bounded by (`sc models`).
 
 use super::read_file_header;
+use crate::codec::ctxjoint::{self, Rows, Variant};
 use crate::codec::{adaptive, context, huffjoint, huffman, joint, range, raw6};
 use crate::error::{Error, Result};
+use crate::pipeline::plan::TensorRows;
 use crate::read::read_exact_or;
 use crate::safetensors::Dtype;
 use crate::stats::{entropy_bits, histogram};
@@ -39,7 +41,7 @@ impl ModelReport {
 
 /// The coder variants, in the order of [`variant_sizes`]; "(sc fast)" and "(sc best)" mark
 /// the ones the modes choose for trained weights.
-const VARIANTS: [&str; 9] = [
+const VARIANTS: [&str; 16] = [
     "huffman split16: high byte coded, low byte raw",
     "huffman exp16: exponent coded, sign/mantissa raw",
     "huffjoint: exponent and mantissa bits 6..5 coded, 6 bits raw (sc fast)",
@@ -48,7 +50,14 @@ const VARIANTS: [&str; 9] = [
     "adaptive exponent, sign/mantissa raw",
     "adaptive exponent + adaptive order-0 sign/mantissa",
     "adaptive exponent + context: sign/mantissa bits 6..5 modelled on the exponent",
-    "joint: exponent and mantissa bits 6..5 adaptive, 6 bits raw (sc best)",
+    "joint: exponent and mantissa bits 6..5 adaptive, 6 bits raw (sc best of format 1)",
+    "joint symbols in 16 contexts: mean exponent of the previous 64 (half-exponent steps)",
+    "joint symbols in 16 contexts: that (4 steps) x exponent one row up (4 steps)",
+    "joint symbols in 16 contexts: running mean magnitude of the row (quarter octaves)",
+    "joint symbols in 16 contexts: mean magnitude of the column, relative to the block",
+    "joint symbols in 16 contexts: row x column magnitude, models starting uniform",
+    "ctxjoint: row x column magnitude, rows = dimensions after the first",
+    "ctxjoint: row x column magnitude, rows = last dimension (sc best)",
 ];
 
 /// Coded size of a plane as the pipeline would store it (const, coded, or raw if smaller).
@@ -60,8 +69,9 @@ fn stored(plane: &[u8], coded: usize) -> usize {
     }
 }
 
-/// Sizes of every variant for one block of 16-bit elements.
-fn variant_sizes(raw: &[u8]) -> [usize; 9] {
+/// Sizes of every variant for one block of 16-bit elements, whose rows are `rows` for the
+/// tensor's last dimension and for all its dimensions after the first.
+fn variant_sizes(raw: &[u8], rows: [Rows; 2]) -> [usize; 16] {
     let mut split = vec![Vec::new(), Vec::new()];
     let mut exp = vec![Vec::new(), Vec::new()];
     Transform::Split16.split(raw, &mut split);
@@ -92,6 +102,14 @@ fn variant_sizes(raw: &[u8]) -> [usize; 9] {
             adapt(&exp[0]) + stored(&exp[1], ctx.len())
         }
     };
+    let ctx_joint = |r: Rows, v: Variant| {
+        let mut out = Vec::new();
+        if ctxjoint::encode_variant(&exp[0], &exp[1], r, v, &mut out) {
+            out.len() + raw6::len(n)
+        } else {
+            joint
+        }
+    };
     let census = huffjoint::Census::of16(raw);
     let huffjoint = match census.alphabet() {
         Some(a) => {
@@ -111,6 +129,13 @@ fn variant_sizes(raw: &[u8]) -> [usize; 9] {
         adapt(&exp[0]) + adapt(&exp[1]),
         adapt(&exp[0]) + stored(&exp[1], ctx.len()),
         joint,
+        ctx_joint(rows[0], Variant::RecentExponent),
+        ctx_joint(rows[0], Variant::RecentExponentAndUp),
+        ctx_joint(rows[0], Variant::Rows),
+        ctx_joint(rows[0], Variant::Columns),
+        ctx_joint(rows[0], Variant::Uninherited),
+        ctx_joint(rows[1], Variant::RowsAndColumns),
+        ctx_joint(rows[0], Variant::RowsAndColumns),
     ]
 }
 
@@ -123,22 +148,25 @@ pub fn compare_models<R: Read + Seek>(r: &mut R, block_size: u32) -> Result<Mode
     let mut global = [[0u64; 256]; 4];
     let mut joint = vec![0u64; 1 << 16];
     let mut per_tensor_bits = 0.0;
-    let mut sizes = [0usize; 9];
+    let mut sizes = [0usize; 16];
     let (mut values, mut blocks) = (0u64, 0u64);
     for t in &header.tensors {
         if !matches!(t.dtype, Some(Dtype::BF16 | Dtype::F16)) {
             continue;
         }
         let mut tensor_joint = vec![0u64; 1 << 16];
+        let lens = TensorRows::lens(&t.shape, (t.end - t.begin) / 2);
         let mut pos = t.begin;
         while pos < t.end {
             let len = (t.end - pos).min(block);
             let mut raw = vec![0u8; len as usize];
             r.seek(SeekFrom::Start(base + pos))?;
             read_exact_or(r, &mut raw, "tensor data")?;
+            let at = ((pos - t.begin) / 2) as i64;
             pos += len;
+            let rows = lens.map(|len| Rows::at(len, at));
             let (s, ()) = rayon::join(
-                || variant_sizes(&raw),
+                || variant_sizes(&raw, rows),
                 || {
                     for c in raw.chunks_exact(2) {
                         let w = u16::from_le_bytes([c[0], c[1]]);
