@@ -3,21 +3,24 @@
 //! Reads `../shared/data/all-MiniLM-L6-v2.BF16.safetensors` when present (and says so when it
 //! is not, falling back to the committed `testdata/sample.safetensors` excerpt). The planes are
 //! the exponent and sign/mantissa planes (exp16 split) of the first 1 MiB of the largest BF16
-//! tensor, as the pipeline sees them: FAST codes the exponent with Huffman, BEST codes it with
-//! the adaptive model and the sign/mantissa plane with the exponent-context model. FAST's
+//! tensor, as the pipeline sees them: FAST codes the exponent with Huffman; BEST codes both
+//! planes with the ctxjoint codec (rows of the tensor's last dimension), next to the joint codec
+//! of format version 1's BEST and the adaptive exponent + exponent-context sign/mantissa pair
+//! (BEST for F16 blocks). FAST's
 //! huffjoint codec is measured on the same block's BF16 words, from words to payloads and back
 //! (its decoder writes the words, so the MB/s count 2 bytes per value).
 //!
 //! Run: `cargo bench --bench coders`
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use sc::codec::{adaptive, context, huffjoint, huffman, range};
+use sc::codec::{adaptive, context, ctxjoint, huffjoint, huffman, joint, range, raw6};
 use sc::safetensors::{json_len, Header};
 use sc::stats::histogram;
 use sc::transform::Transform;
 use std::path::Path;
 
-fn planes() -> (Vec<u8>, Vec<u8>, Vec<u8>) {
+/// The planes, the words, and the row length of the tensor.
+fn planes() -> (Vec<u8>, Vec<u8>, Vec<u8>, u64) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let shared = root.join("../shared/data/all-MiniLM-L6-v2.BF16.safetensors");
     let path = if shared.exists() {
@@ -47,11 +50,12 @@ fn planes() -> (Vec<u8>, Vec<u8>, Vec<u8>) {
     Transform::Exp16.split(&file[start..start + len], &mut planes);
     let man = planes.pop().unwrap_or_default();
     let exp = planes.pop().unwrap_or_default();
-    (exp, man, file[start..start + len].to_vec())
+    let row = t.shape.iter().rev().find(|&&d| d > 1).copied().unwrap_or(1);
+    (exp, man, file[start..start + len].to_vec(), row)
 }
 
 fn bench(c: &mut Criterion) {
-    let (exp, man, words) = planes();
+    let (exp, man, words, row) = planes();
     let n = exp.len() as u64;
     let bits = |len: usize| 8.0 * len as f64 / n as f64;
 
@@ -126,6 +130,36 @@ fn bench(c: &mut Criterion) {
         b.iter(|| context::decode_pair(&e, &m, &mut de, &mut dm))
     });
     g.finish();
+
+    let mut raw = Vec::new();
+    raw6::encode(&man, &mut raw);
+    let rows = ctxjoint::Rows::at(row, 0);
+    for (name, ctx) in [("best-joint", false), ("best-ctxjoint", true)] {
+        let encode = |out: &mut Vec<u8>| match ctx {
+            true => ctxjoint::encode(&exp, &man, rows, out),
+            false => joint::encode_joint(&exp, &man, out),
+        };
+        let mut g = c.benchmark_group(name);
+        g.throughput(Throughput::Bytes(2 * n));
+        let mut coded = Vec::new();
+        encode(&mut coded);
+        eprintln!("{name}: {:.3} bits/value", bits(coded.len() + raw.len()));
+        g.bench_function("encode", |b| {
+            let mut out = Vec::new();
+            b.iter(|| {
+                out.clear();
+                encode(&mut out)
+            })
+        });
+        let (mut de, mut dm) = (vec![0u8; exp.len()], vec![0u8; man.len()]);
+        g.bench_function("decode", |b| {
+            b.iter(|| match ctx {
+                true => ctxjoint::decode(&coded, &raw, &mut de, &mut dm),
+                false => joint::decode_joint(&coded, &raw, &mut de, &mut dm),
+            })
+        });
+        g.finish();
+    }
 
     let mut g = c.benchmark_group("range-static-exponent");
     g.throughput(Throughput::Bytes(n));

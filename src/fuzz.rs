@@ -3,7 +3,7 @@
 //! (and any crash the fuzzers left in `fuzz/artifacts/`), and the property test below feeds
 //! [`roundtrip`] generated inputs.
 
-use crate::codec::{adaptive, context, huffjoint, huffman, joint, range, raw6};
+use crate::codec::{adaptive, context, ctxjoint, huffjoint, huffman, joint, range, raw6};
 use crate::{Archive, DecodeOptions, EncodeOptions, Mode};
 use std::io::{sink, Cursor};
 
@@ -53,7 +53,7 @@ pub fn entropy(data: &[u8]) {
     let ctx: Vec<u8> = (0..n).map(|i| (i % 7) as u8 + 120).collect();
     // The raw6 payload's length follows from n; the rest is the joint payload.
     let (head, raw) = payload.split_at(payload.len() - raw6::len(n).min(payload.len()));
-    let _ = match data[0] % 7 {
+    let _ = match data[0] % 8 {
         0 => huffman::decode(payload, &mut out),
         1 => range::decode(payload, &mut out),
         2 => adaptive::decode(payload, &mut out),
@@ -63,6 +63,7 @@ pub fn entropy(data: &[u8]) {
             context::decode_pair(a, b, &mut out, &mut other)
         }
         5 => joint::decode_joint(head, raw, &mut out, &mut other),
+        6 => ctxjoint::decode(head, raw, &mut out, &mut other),
         _ => huffjoint::decode(head, raw, &mut Vec::new(), &mut vec![0u8; 2 * n]),
     };
 }

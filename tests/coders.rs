@@ -3,7 +3,7 @@
 //! and decoders fed arbitrary bytes; the same for the adaptive and context coders of BEST.
 
 use proptest::prelude::*;
-use sc::codec::{adaptive, alphabet, context, huffman, joint, range, raw6};
+use sc::codec::{adaptive, alphabet, context, ctxjoint, huffman, joint, range, raw6};
 use sc::stats::{entropy_bits, histogram};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -1021,6 +1021,19 @@ fn joint_survives(j: &[u8], r: &[u8], n: usize) -> bool {
     ok
 }
 
+/// The same for the ctxjoint decoder.
+fn ctxjoint_survives(j: &[u8], r: &[u8], n: usize) -> bool {
+    let start = std::time::Instant::now();
+    let (mut e, mut m) = (vec![0xA5u8; n], vec![0x5Au8; n]);
+    let ok = ctxjoint::decode(j, r, &mut e, &mut m).is_ok();
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(3),
+        "ctxjoint decoder took {:?} for n={n}",
+        start.elapsed()
+    );
+    ok
+}
+
 /// All plane round trips, then the fused decoder on the same payloads.
 fn pair_roundtrip(exps: &[u8], mans: &[u8]) {
     joint_roundtrip(exps, mans);
@@ -1251,8 +1264,10 @@ proptest! {
     ) {
         decoders_agree(&e, &m, n);
         joint_survives(&e, &m, n);
+        ctxjoint_survives(&e, &m, n);
         let raw = raw6::len(n).min(m.len());
         joint_survives(&e, &m[..raw], n);
+        ctxjoint_survives(&e, &m[..raw], n);
     }
 
     /// Random streams behind plausible joint alphabets (at least two symbols) and a raw
@@ -1272,12 +1287,21 @@ proptest! {
         for k in 0..used.div_ceil(2) {
             j.push(masks[k % 128] | masks[(k + 1) % 128] << 4);
         }
+        // The same alphabet with a ctxjoint layout: any row length and column, any base.
+        let row = 1 + (sym as u32 * 257 + used as u32) % 65536;
+        let mut c = j.clone();
+        c.extend_from_slice(&row.to_le_bytes());
+        c.extend_from_slice(&(sym as u32 % row).to_le_bytes());
+        c.extend_from_slice(&[masks[0] ^ sym, masks[1]]);
         let first = split.index(tail.len() + 1);
-        j.extend_from_slice(&(first as u32).to_le_bytes());
-        j.extend_from_slice(&tail);
+        for p in [&mut j, &mut c] {
+            p.extend_from_slice(&(first as u32).to_le_bytes());
+            p.extend_from_slice(&tail);
+        }
         let r: Vec<u8> = tail.iter().cycle().take(raw6::len(n)).copied().collect();
         if r.len() == raw6::len(n) {
             joint_survives(&j, &r, n);
+            ctxjoint_survives(&c, &r, n);
         }
     }
 
@@ -1613,6 +1637,18 @@ fn ref_adaptive(data: &[u8]) -> Vec<u8> {
 /// The joint payload (plane 0), or `None` when it does not apply (fewer than 2 or more than
 /// 256 joint symbols).
 fn ref_joint(exps: &[u8], mans: &[u8]) -> Option<Vec<u8>> {
+    let (mut out, used, rank) = ref_alphabet(exps, mans)?;
+    out.extend(ref_model(
+        &rank,
+        &(0..used.len()).collect::<Vec<_>>(),
+        REF_JOINT,
+    ));
+    Some(out)
+}
+
+/// The joint alphabet's bytes, the joint symbols used (ascending) and each element's rank
+/// among them; `None` for fewer than 2 or more than 256 symbols.
+fn ref_alphabet(exps: &[u8], mans: &[u8]) -> Option<(Vec<u8>, Vec<usize>, Vec<usize>)> {
     let joint: Vec<usize> = exps
         .iter()
         .zip(mans)
@@ -1642,11 +1678,152 @@ fn ref_joint(exps: &[u8], mans: &[u8]) -> Option<Vec<u8>> {
         .iter()
         .map(|s| used.binary_search(s).unwrap())
         .collect();
-    out.extend(ref_model(
-        &rank,
-        &(0..used.len()).collect::<Vec<_>>(),
-        REF_JOINT,
-    ));
+    Some((out, used, rank))
+}
+
+/// `qlog` of FORMAT.md's ctxjoint section.
+fn ref_qlog(x: u64) -> i64 {
+    let x = x.max(1);
+    let l = 63 - x.leading_zeros() as i64;
+    64 * l + ((x << 6 >> l) & 63) as i64
+}
+
+/// `qexp` of FORMAT.md's ctxjoint section.
+fn ref_qexp(q: i64) -> u64 {
+    let q = q.clamp(0, 3327);
+    let (l, m) = (q / 64, 64 + (q % 64) as u64);
+    if l >= 6 {
+        m << (l - 6)
+    } else {
+        m >> (6 - l)
+    }
+}
+
+/// The ctxjoint payload (plane 0) of planes whose elements lie in rows of `row` elements, the
+/// first in column `phase`, as FORMAT.md describes it, with the context base the encoder
+/// writes (the mean magnitude's qlog less 128); `None` when the joint alphabet does not apply.
+fn ref_ctxjoint(exps: &[u8], mans: &[u8], row: usize, phase: usize) -> Option<Vec<u8>> {
+    let (mut out, used, rank) = ref_alphabet(exps, mans)?;
+    let n = rank.len();
+    let top = used.iter().map(|s| s / 4).max().unwrap() as i64;
+    let mag: Vec<u64> = used
+        .iter()
+        .map(|&s| {
+            let (e, m) = ((s / 4) as i64, (s % 4) as u64);
+            match e == 0 || e + 24 < top {
+                true => 0,
+                false => (9 + 2 * m) << (e + 24 - top),
+            }
+        })
+        .collect();
+    let mean = rank.iter().map(|&k| mag[k]).sum::<u64>() / n as u64;
+    let base = (ref_qlog(mean) - 128).clamp(-32768, 32767);
+    out.extend_from_slice(&(row as u32).to_le_bytes());
+    out.extend_from_slice(&(phase as u32).to_le_bytes());
+    out.extend_from_slice(&(base as i16).to_le_bytes());
+    // The scale: column sums and deviations, the row's sum and count, rows completed, and
+    // the column of the next element to add.
+    let (mut sums, mut dev) = (vec![0u64; row], vec![0i64; row]);
+    let (mut s, mut cnt, mut rows, mut a) = (16 * ref_qexp(base + 128), 16u64, 0u64, phase);
+    let mut contexts = Vec::with_capacity(n);
+    for q in 0..n.div_ceil(4) {
+        if q >= 2 {
+            for i in 4 * q - 8..4 * q - 4 {
+                let v = mag[rank[i]];
+                s += v;
+                cnt += 1;
+                sums[a] += v;
+                a += 1;
+                if a < row {
+                    continue;
+                }
+                a = 0;
+                s = 16 * (s / cnt);
+                cnt = 16;
+                rows += 1;
+                if rows <= 8 || rows % 8 == 0 {
+                    let m = ref_qlog(sums.iter().sum()) - ref_qlog(row as u64);
+                    let w = ((rows << 16) / (rows + 16)) as i64;
+                    for (d, &c) in dev.iter_mut().zip(&sums) {
+                        *d = if c == 0 {
+                            0
+                        } else {
+                            ((ref_qlog(c) - m) * w) >> 16
+                        };
+                    }
+                }
+            }
+        }
+        let h = ref_qlog(s) - ref_qlog(cnt) - base;
+        for i in 4 * q..(4 * q + 4).min(n) {
+            contexts.push(((h + dev[(phase + i) % row]) >> 4).clamp(0, 15) as usize);
+        }
+    }
+    // Sixteen adaptive models, each started from the counts of those started before it.
+    struct Model {
+        counts: Vec<u64>,
+        freq: Vec<u32>,
+        cum: Vec<u32>,
+        since: u32,
+        interval: u32,
+    }
+    let k_used = used.len();
+    let table = |counts: &[u64]| {
+        let total: u64 = counts.iter().sum();
+        let scale = (1u64 << 47) / total;
+        let mut freq: Vec<u32> = counts
+            .iter()
+            .map(|&c| ((c * scale) >> 32).max(1) as u32)
+            .collect();
+        let sum: u32 = freq.iter().sum();
+        let largest = (0..k_used).rev().max_by_key(|&k| freq[k]).unwrap();
+        freq[largest] = (freq[largest] as i64 + (1 << 15) - sum as i64) as u32;
+        let cum = freq
+            .iter()
+            .scan(0, |c, &f| {
+                *c += f;
+                Some(*c - f)
+            })
+            .collect();
+        (freq, cum)
+    };
+    let mut models: Vec<Option<Model>> = (0..16).map(|_| None).collect();
+    out.extend(ref_two_streams(n, |enc, i| {
+        let c = contexts[i];
+        if models[c].is_none() {
+            let t: Vec<u64> = (0..k_used)
+                .map(|k| models.iter().flatten().map(|m| m.counts[k]).sum())
+                .collect();
+            let total: u64 = t.iter().sum();
+            let counts: Vec<u64> = match total {
+                0 => vec![24; k_used],
+                _ => t.iter().map(|&x| (1000 * x / total).max(1)).collect(),
+            };
+            let (freq, cum) = table(&counts);
+            models[c] = Some(Model {
+                counts,
+                freq,
+                cum,
+                since: 0,
+                interval: 16,
+            });
+        }
+        let m = models[c].as_mut().unwrap();
+        let k = rank[i];
+        enc.symbol(m.cum[k], m.freq[k]);
+        m.counts[k] += 24;
+        if m.counts.iter().sum::<u64>() > 524_288 {
+            for x in &mut m.counts {
+                *x = x.div_ceil(2);
+            }
+        }
+        m.since += 1;
+        if m.since == m.interval {
+            (m.freq, m.cum) = table(&m.counts);
+            m.since = 0;
+            m.interval = (m.interval * 2).min(512);
+        }
+    }));
     Some(out)
 }
 
@@ -1703,6 +1880,55 @@ fn assert_matches_reference(exps: &[u8], mans: &[u8]) {
     let mut r = Vec::new();
     raw6::encode(mans, &mut r);
     assert!(r == ref_raw6(mans), "raw6 payload differs from FORMAT.md");
+    let n = mans.len();
+    for (row, phase) in [
+        (1, 0),
+        (3, 2),
+        (64, 5),
+        (n.clamp(1, 65536), 0),
+        (65536, 65535),
+    ] {
+        let mut c = Vec::new();
+        let rows = ctxjoint::Rows {
+            len: row as u32,
+            phase: phase as u32,
+        };
+        let ctx = ctxjoint::encode(exps, mans, rows, &mut c).then_some(c);
+        assert!(
+            ctx == ref_ctxjoint(exps, mans, row, phase),
+            "ctxjoint payload differs from FORMAT.md (n={n}, rows of {row} from {phase})"
+        );
+        if let Some(c) = ctx {
+            let (mut de, mut dm) = (vec![0u8; n], vec![0u8; n]);
+            ctxjoint::decode(&c, &r, &mut de, &mut dm).expect("ctxjoint decode");
+            assert!(de == exps && dm == mans, "ctxjoint round trip (n={n})");
+        }
+    }
+}
+
+/// Weights-like planes (rows and columns with scales of their own) always have a joint
+/// alphabet, so the ctxjoint comparison above runs on them whatever the proptest draws.
+#[test]
+fn ctxjoint_payload_matches_the_format_on_weights() {
+    let mut rng = Rng(77);
+    for (n, row) in [(5usize, 2usize), (4099, 64), (30_000, 384), (70_001, 1000)] {
+        let scales: Vec<u8> = (0..n / row + 2).map(|_| rng.below(5) as u8).collect();
+        let exps: Vec<u8> = (0..n)
+            .map(|i| 118 + scales[i / row] + (i % 3) as u8 - rng.below(6).min(rng.below(6)) as u8)
+            .collect();
+        let mans = rng.bytes(n);
+        assert!(alphabet::Alphabet::of(&exps, &mans).is_some());
+        let rows = ctxjoint::Rows {
+            len: row as u32,
+            phase: (n % row) as u32,
+        };
+        let mut c = Vec::new();
+        assert!(ctxjoint::encode(&exps, &mans, rows, &mut c));
+        assert!(
+            Some(c) == ref_ctxjoint(&exps, &mans, row, n % row),
+            "ctxjoint payload differs from FORMAT.md (n={n}, rows of {row})"
+        );
+    }
 }
 
 proptest! {

@@ -23,6 +23,26 @@ mod common;
 use common::Rng;
 
 impl Rng {
+    /// BF16 weights of a `rows` x `cols` matrix whose rows and columns have scales of their
+    /// own (as trained weights do), plus a few exact zeros.
+    fn bf16_matrix(&mut self, rows: usize, cols: usize) -> Vec<u8> {
+        let row_scale: Vec<u16> = (0..rows).map(|_| (self.next() % 5) as u16).collect();
+        let col_scale: Vec<u16> = (0..cols).map(|_| (self.next() % 3) as u16).collect();
+        let mut v = Vec::with_capacity(rows * cols * 2);
+        for &r in &row_scale {
+            for &c in &col_scale {
+                let x = self.next();
+                let exp = 0x72 + r + c - ((x % 8).min((x >> 3) % 8)) as u16;
+                let w = match x >> 60 {
+                    0 => 0,
+                    _ => ((x >> 16) as u16 & 0x8000) | (exp << 7) | ((x >> 32) as u16 & 0x7F),
+                };
+                v.extend_from_slice(&w.to_le_bytes());
+            }
+        }
+        v
+    }
+
     /// BF16 values shaped like trained weights: sign random, exponent near 2^-6, mantissa random.
     fn bf16_weights(&mut self, n: usize) -> Vec<u8> {
         let mut v = Vec::with_capacity(n * 2);
@@ -249,6 +269,42 @@ fn sample_excerpt_all_block_sizes() {
             "sample {mode:?}: {} -> {sizes:?} (blocks 4K, 1M, 12K+2, 16M)",
             input.len()
         );
+    }
+}
+
+/// Every power-of-two block size from 4 KiB to 64 MiB, on tensors of one, two and three
+/// dimensions that blocks cut at every kind of row position, and the excerpt of real weights.
+#[test]
+fn every_block_size_from_4k_to_64m() {
+    let mut rng = Rng(41);
+    let (a, b, c) = (
+        rng.bf16_matrix(700, 384),
+        rng.bf16_matrix(96, 31),
+        rng.bf16_matrix(3, 1000),
+    );
+    let f32s: Vec<u8> = rng
+        .bf16_matrix(300, 77)
+        .chunks(2)
+        .flat_map(|w| [0x55, 0xAA, w[0], w[1]])
+        .collect();
+    let synthetic = safetensors(&[
+        ("bias", "BF16", &[384], rng.bf16_weights(384)),
+        ("wide", "BF16", &[700, 384], a),
+        ("conv", "BF16", &[32, 3, 31], b),
+        ("one", "BF16", &[3000], c),
+        ("f32", "F32", &[300, 1, 77], f32s),
+    ]);
+    let sample = std::fs::read(crate_path("testdata/sample.safetensors")).expect("testdata");
+    for input in [&synthetic, &sample] {
+        for shift in 12..=26 {
+            for mode in MODES {
+                let (archive, _) = roundtrip(input, mode, 1 << shift);
+                if mode == Mode::Best {
+                    let info = inspect(&mut io::Cursor::new(&archive)).expect("inspect");
+                    assert!(info.codecs.contains_key("ctxjoint"), "block {}", 1 << shift);
+                }
+            }
+        }
     }
 }
 
