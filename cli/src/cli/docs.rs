@@ -48,9 +48,12 @@ and the two top mantissa bits) are coded as one symbol (huffjoint) and the other
 stored raw (raw6) where that is smaller.
 
 BEST (-m best, -6 to -9): adaptive range coding; on exp16, exp32 and exp64 blocks, plane 0 and
-the two top bits of plane 1 are modelled together (joint) and the other six bits stored raw
-(raw6), unless coding the planes apart measures clearly smaller; a plane that does not shrink
-is stored as it is.
+the two top bits of plane 1 are coded as one symbol and the other six bits stored raw (raw6),
+unless coding the planes apart measures clearly smaller. In blocks of tensors the symbol is
+coded with one of 16 adaptive models, picked by the mean magnitude of its row so far and its
+column's magnitude in the rows above (ctxjoint, format version 2; the row length comes from the
+tensor's shape); elsewhere with one adaptive model (joint). A plane that does not shrink is
+stored as it is.
 
 `sc info ARCHIVE` shows the transforms and codecs an archive uses; docs/FORMAT.md specifies
 the container.
