@@ -710,15 +710,9 @@ pub fn decode(
     exps: &mut [u8],
     mans: &mut [u8],
 ) -> Result<(), CodecError> {
-    /// Elements per chunk: a multiple of 4 (whole groups of raw bytes) whose keys stay in L1.
-    const CHUNK: usize = 8192;
-    if exps.len() != mans.len() {
-        return Err(CodecError("joint planes differ in length"));
-    }
-    raw6::check(raw, mans.len())?;
+    joint::check_planes(raw, exps, mans)?;
     let (alphabet, rest) = Alphabet::read(payload)?;
     let (rows, base, coded) = read_layout(rest)?;
-    let (te, tm) = alphabet.expansion();
     let mut st = State {
         scale: Scale::new(rows, base),
         models: Models::new(alphabet.len()),
@@ -727,14 +721,7 @@ pub fn decode(
         last: [0; LAG],
         done: 0,
     };
-    for ((ec, mc), rc) in exps
-        .chunks_mut(CHUNK)
-        .zip(mans.chunks_mut(CHUNK))
-        .zip(raw.chunks(CHUNK / 4 * 3))
-    {
-        st.decode_into(ec);
-        joint::expand(&te, &tm, rc, ec, mc);
-    }
+    joint::decode_chunks(&alphabet, raw, exps, mans, |ec| st.decode_into(ec));
     st.scale.keep();
     st.streams.finish()
 }

@@ -77,25 +77,45 @@ pub fn decode_joint(
     exps: &mut [u8],
     mans: &mut [u8],
 ) -> Result<(), CodecError> {
-    /// Elements per chunk: a multiple of 4 (whole groups of raw bytes) whose keys stay in L1.
-    const CHUNK: usize = 8192;
+    check_planes(raw, exps, mans)?;
+    let (alphabet, coded) = Alphabet::read(joint)?;
+    let mut model = AdaptiveModel::new(keys(alphabet.len()), JOINT_PARAMS);
+    let mut st = two_streams(coded, 0)?;
+    decode_chunks(&alphabet, raw, exps, mans, |ec| model.decode_into(&mut st, 0, ec));
+    st.finish()
+}
+
+/// Checks that the planes `exps` and `mans` of a joint pair have one length, whose raw6
+/// payload `raw` is.
+pub(crate) fn check_planes(raw: &[u8], exps: &[u8], mans: &[u8]) -> Result<(), CodecError> {
     if exps.len() != mans.len() {
         return Err(CodecError("joint planes differ in length"));
     }
-    raw6::check(raw, mans.len())?;
-    let (alphabet, coded) = Alphabet::read(joint)?;
+    raw6::check(raw, mans.len())
+}
+
+/// Fills the planes `exps` and `mans` of a joint pair chunk by chunk: `next_keys` writes the
+/// next keys into a chunk of `exps`, which [`expand`] then turns into both planes with the
+/// symbols of `alphabet` and the raw fields of `raw`.
+#[inline(always)]
+pub(crate) fn decode_chunks(
+    alphabet: &Alphabet,
+    raw: &[u8],
+    exps: &mut [u8],
+    mans: &mut [u8],
+    mut next_keys: impl FnMut(&mut [u8]),
+) {
+    /// Elements per chunk: a multiple of 4 (whole groups of raw bytes) whose keys stay in L1.
+    const CHUNK: usize = 8192;
     let (te, tm) = alphabet.expansion();
-    let mut model = AdaptiveModel::new(keys(alphabet.len()), JOINT_PARAMS);
-    let mut st = two_streams(coded, 0)?;
     for ((ec, mc), rc) in exps
         .chunks_mut(CHUNK)
         .zip(mans.chunks_mut(CHUNK))
         .zip(raw.chunks(CHUNK / 4 * 3))
     {
-        model.decode_into(&mut st, 0, ec);
+        next_keys(ec);
         expand(&te, &tm, rc, ec, mc);
     }
-    st.finish()
 }
 
 /// Turns decoded keys in `exps` into exponents and fills `mans` from the raw fields `raw`
