@@ -1007,31 +1007,32 @@ fn joint_roundtrip(exps: &[u8], mans: &[u8]) {
     assert!(dm == mans, "joint mantissas differ (n={n})");
 }
 
-/// Runs the joint decoder on (possibly corrupt) payloads for planes of `n` elements: it must
-/// return, quickly. Returns whether it succeeded.
-fn joint_survives(j: &[u8], r: &[u8], n: usize) -> bool {
+/// A decoder of a joint pair: plane 0's payload, the raw6 payload, the two planes.
+type PairDecoder = fn(&[u8], &[u8], &mut [u8], &mut [u8]) -> Result<(), sc::codec::CodecError>;
+
+/// Runs the pair decoder `decode` (named `name`) on (possibly corrupt) payloads for planes of
+/// `n` elements: it must return, quickly (a guard against hangs, not a speed target). Returns
+/// whether it succeeded.
+fn pair_survives(name: &str, decode: PairDecoder, j: &[u8], r: &[u8], n: usize) -> bool {
     let start = std::time::Instant::now();
     let (mut e, mut m) = (vec![0xA5u8; n], vec![0x5Au8; n]);
-    let ok = joint::decode_joint(j, r, &mut e, &mut m).is_ok();
+    let ok = decode(j, r, &mut e, &mut m).is_ok();
     assert!(
         start.elapsed() < std::time::Duration::from_secs(3),
-        "joint decoder took {:?} for n={n}",
+        "{name} decoder took {:?} for n={n}",
         start.elapsed()
     );
     ok
 }
 
-/// The same for the ctxjoint decoder.
+/// [`pair_survives`] for the joint decoder.
+fn joint_survives(j: &[u8], r: &[u8], n: usize) -> bool {
+    pair_survives("joint", joint::decode_joint, j, r, n)
+}
+
+/// [`pair_survives`] for the ctxjoint decoder.
 fn ctxjoint_survives(j: &[u8], r: &[u8], n: usize) -> bool {
-    let start = std::time::Instant::now();
-    let (mut e, mut m) = (vec![0xA5u8; n], vec![0x5Au8; n]);
-    let ok = ctxjoint::decode(j, r, &mut e, &mut m).is_ok();
-    assert!(
-        start.elapsed() < std::time::Duration::from_secs(3),
-        "ctxjoint decoder took {:?} for n={n}",
-        start.elapsed()
-    );
-    ok
+    pair_survives("ctxjoint", ctxjoint::decode, j, r, n)
 }
 
 /// All plane round trips, then the fused decoder on the same payloads.
@@ -1390,7 +1391,7 @@ proptest! {
 }
 
 /// Exhaustive: every single-bit flip, every truncation and one-byte extension of small valid
-/// payloads, through all three decoders.
+/// payloads, through the adaptive + context, joint and ctxjoint decoders.
 #[test]
 fn adaptive_decoders_survive_every_bit_flip_and_cut() {
     let cases = [
@@ -1404,9 +1405,18 @@ fn adaptive_decoders_survive_every_bit_flip_and_cut() {
     for &(ref exps, ref mans, n) in &cases {
         let (e, m) = valid_pair(exps, mans, n, n as u64);
         mutate_pair(&e, &m, n, decoders_agree, "adaptive + context");
-        // The joint pair likewise.
+        // The joint pair likewise, and the ctxjoint pair (rows of 3 from column 1).
         let (j, r) = valid_joint(exps, mans, n, n as u64);
         mutate_pair(&j, &r, n, joint_survives, "joint + raw6");
+        let (e, m) = two_planes(exps, mans, n, n as u64);
+        let mut c = Vec::new();
+        assert!(ctxjoint::encode(
+            &e,
+            &m,
+            ctxjoint::Rows { len: 3, phase: 1 },
+            &mut c
+        ));
+        mutate_pair(&c, &r, n, ctxjoint_survives, "ctxjoint + raw6");
     }
 }
 
