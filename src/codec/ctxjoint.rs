@@ -456,8 +456,10 @@ fn base_of(keys: &[u8], mag: &[u64; 256]) -> i32 {
 }
 
 /// The contexts `sc models` measures next to the codec's own ([`Variant::RowsAndColumns`]).
-/// Payloads of the others are for measuring their size; they do not decode.
+/// Payloads of the others are for measuring their size; they do not decode. Only `sc models`
+/// (the `lab` feature) builds the others.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(feature = "lab"), allow(dead_code))]
 pub(crate) enum Variant {
     /// The codec's: the row's running mean magnitude and its column's deviation.
     RowsAndColumns,
