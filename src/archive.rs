@@ -6,10 +6,13 @@
 //! check the MD5 of the whole file; what it does check is everything it reads: the file header,
 //! index and trailer checksums, each block record's checksum, and each decoded block's XXH3-64.
 
+use crate::base::Base;
+use crate::container::refs::Source as RefSource;
 use crate::container::{BlockRecord, FileHeader, Footer, IndexEntry, Kind, Mode};
 use crate::error::{Error, Result};
-use crate::pipeline::decode::{decode_into, decode_one, Block, Counting, Source, Stream};
+use crate::pipeline::decode::{decode_into, decode_one, spans_of, Block, Counting, Source, Stream};
 use crate::pipeline::pool::Pool;
+use crate::pipeline::refs::{Retained, Sources, Spans};
 use crate::pipeline::{ordered, Budget, Pools, DEFAULT_MEMORY};
 use crate::safetensors::{self, Header, TensorInfo};
 use std::collections::BTreeMap;
@@ -49,6 +52,21 @@ pub struct AccessStats {
     /// was wanted.
     pub bytes_decoded: u64,
 }
+
+/// What a tensor of an archive is coded against, as [`Archive::reference`] reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Reference<'a> {
+    /// The tensor of the same name in the base (named as the archive records it), which
+    /// reading it needs ([`Archive::open_with_base`]).
+    Base(&'a str),
+    /// An earlier tensor of the same file holding the same bytes: stored once.
+    Repeats(&'a str),
+}
+
+/// Bytes of blocks decoded at a time when a read needs the sources of repeated tensors: their
+/// bytes are held while the blocks repeating them decode.
+const REPEAT_PIECE: u64 = 64 << 20;
 
 /// How the archive's bytes divide among the tensors, as [`Archive::stored_bytes`] reports.
 ///
@@ -109,14 +127,19 @@ pub struct Archive<R> {
     caching: bool,
     budget: Budget,
     pools: Pools,
+    /// The tensors coded against a base or an earlier tensor.
+    spans: Spans,
+    /// The base they are coded against, when given.
+    base: Option<Base>,
 }
 
-/// The budget for reading blocks of `block_size` bytes within `memory`, with room for the
-/// cached block when there is enough.
-fn budget(memory: u64, block_size: u32) -> Result<(Budget, bool)> {
-    match Budget::new(memory, block_size, 1) {
+/// The budget for reading the blocks of the archive `header` describes within `memory`, with
+/// room for the cached block when there is enough.
+fn budget(memory: u64, header: &FileHeader) -> Result<(Budget, bool)> {
+    let (size, refs) = (header.block_size, header.refs.is_some());
+    match Budget::new(memory, size, 1, refs) {
         Ok(b) => Ok((b, true)),
-        Err(_) => Ok((Budget::new(memory, block_size, 0)?, false)),
+        Err(_) => Ok((Budget::new(memory, size, 0, refs)?, false)),
     }
 }
 
@@ -144,7 +167,32 @@ impl<R: Read + Seek + Send> Archive<R> {
     /// The index must describe blocks that follow each other without gaps from the end of the
     /// header to the end tag and cover the original file exactly; the kept safetensors header
     /// must parse. Any disagreement is an error.
+    ///
+    /// An archive coded against a base opens without it: its tensors are listed, and those not
+    /// coded against the base read; reading the others fails with [`Error::BaseNeeded`]
+    /// ([`Archive::open_with_base`]).
     pub fn open(inner: R) -> Result<Archive<R>> {
+        Archive::open_with(inner, None)
+    }
+
+    /// Opens an archive coded against `base` ([`crate::EncodeOptions::base`]). Each base
+    /// tensor is checked against the digest the archive records when a read first needs it;
+    /// one that differs fails that read with [`Error::BaseMismatch`]. An archive without a
+    /// base ignores it.
+    ///
+    /// ```no_run
+    /// let base = sc::Base::open("base.safetensors")?;
+    /// let file = std::fs::File::open("tune.safetensors.sc")?;
+    /// let mut archive = sc::Archive::open_with_base(file, base)?;
+    /// let bytes = archive.read_tensor("pooler.dense.weight")?;
+    /// # Ok::<(), sc::Error>(())
+    /// ```
+    pub fn open_with_base(inner: R, base: Base) -> Result<Archive<R>> {
+        Archive::open_with(inner, Some(base))
+    }
+
+    /// [`Archive::open`] with a base, or none.
+    pub(crate) fn open_with(inner: R, base: Option<Base>) -> Result<Archive<R>> {
         let mut input = Counting { inner, pos: 0 };
         let archive_len = input.seek(SeekFrom::End(0))?;
         input.seek(SeekFrom::Start(0))?;
@@ -162,7 +210,8 @@ impl<R: Read + Seek + Send> Archive<R> {
             }
             Kind::Generic => (Vec::new(), None),
         };
-        let (budget, caching) = budget(DEFAULT_MEMORY, header.block_size)?;
+        let spans = spans_of(&header)?;
+        let (budget, caching) = budget(DEFAULT_MEMORY, &header)?;
         Ok(Archive {
             stats: AccessStats::default(),
             input,
@@ -175,6 +224,8 @@ impl<R: Read + Seek + Send> Archive<R> {
             caching,
             pools: budget.pools(),
             budget,
+            spans,
+            base,
         })
     }
 
@@ -182,12 +233,22 @@ impl<R: Read + Seek + Send> Archive<R> {
     /// ([`DEFAULT_MEMORY`](crate::DEFAULT_MEMORY) after [`Archive::open`]); fails, leaving the
     /// budget as it was, if one block does not fit ([`memory_needed`](crate::memory_needed)).
     pub fn set_memory(&mut self, memory: u64) -> Result<()> {
-        (self.budget, self.caching) = budget(memory, self.header.block_size)?;
+        (self.budget, self.caching) = budget(memory, &self.header)?;
         self.pools = self.budget.pools();
         if !self.caching {
             self.cache = None;
         }
         Ok(())
+    }
+
+    /// The name of the base the archive is coded against, as it records it, if it needs one.
+    pub fn base_name(&self) -> Option<&str> {
+        self.spans.needs_base().then(|| self.spans.base_name())
+    }
+
+    /// What the tensor `name` is coded against, if anything but itself.
+    pub fn reference(&self, name: &str) -> Option<Reference<'_>> {
+        reference(&self.header, name)
     }
 
     /// The mode the archive was made with.
@@ -306,6 +367,16 @@ impl<R: Read + Seek + Send> Archive<R> {
 
     /// Writes bytes `range` of the original file to `out`.
     pub fn read_range_to<W: Write + Send>(&mut self, range: Range<u64>, out: &mut W) -> Result<()> {
+        self.read_to(range, out, false)
+    }
+
+    /// [`Archive::read_range_to`]; `nested` when it reads the sources of repeated tensors.
+    fn read_to(
+        &mut self,
+        range: Range<u64>,
+        out: &mut (dyn Write + Send),
+        nested: bool,
+    ) -> Result<()> {
         self.check_range(&range)?;
         let prefix = &self.header.prefix;
         let kept = range.start.min(prefix.len() as u64)..range.end.min(prefix.len() as u64);
@@ -318,7 +389,7 @@ impl<R: Read + Seek + Send> Archive<R> {
             places: Vec::new(),
         });
         let last = end.checked_sub(1).filter(|&l| l >= first);
-        self.decode_blocks(wants, last, Some((out, range)))
+        self.decode_blocks(wants, last, Some((out, range)), nested)
     }
 
     /// Reads bytes `range` of the original file into `out`, which must be exactly as long.
@@ -339,7 +410,8 @@ impl<R: Read + Seek + Send> Archive<R> {
     /// Reads several byte ranges of the original file, each into its own buffer: `parts` holds
     /// (start of the range, buffer as long as the range), in order of start, without overlaps.
     ///
-    /// One parallel pass decodes every block the ranges need, each once, and no block that
+    /// One parallel pass (one per 64 MiB of blocks in an archive with
+    /// repeated tensors) decodes every block the ranges need, each once, and no block that
     /// they do not need; a block that lies wholly inside one buffer is decoded straight into
     /// it. This is how many tensors are loaded at once into memory allocated for each. After
     /// an error the contents of the buffers are unspecified.
@@ -387,7 +459,7 @@ impl<R: Read + Seek + Send> Archive<R> {
             }
         }
         let last = wants.last().map(|w| w.n);
-        self.decode_blocks(wants.into_iter(), last, None)
+        self.decode_blocks(wants.into_iter(), last, None, false)
     }
 
     /// The data of the tensor called `name`.
@@ -506,19 +578,83 @@ impl<R: Read + Seek + Send> Archive<R> {
     }
 
     /// Decodes the blocks `wants` asks for (in increasing order; `last` is the last of them)
-    /// several at a time in parallel, and delivers their bytes in `out`'s range to its writer,
-    /// or else to their places in the caller's buffers.
+    /// and delivers their bytes in `out`'s range to its writer, or else to their places in the
+    /// caller's buffers; `nested` when it reads the sources of repeated tensors, which must
+    /// not repeat others themselves.
+    ///
+    /// The sources of repeated tensors are held while the blocks repeating them decode, so
+    /// an archive with repeated tensors is read [`REPEAT_PIECE`] bytes of blocks at a time:
+    /// memory stays bounded whatever the read.
     fn decode_blocks<'o>(
         &mut self,
         wants: impl Iterator<Item = Want<'o>>,
         last: Option<usize>,
         mut out: Option<(&mut (dyn Write + Send), Range<u64>)>,
+        nested: bool,
+    ) -> Result<()> {
+        let piece = if self.spans.has_own() {
+            REPEAT_PIECE
+        } else {
+            u64::MAX
+        };
+        let mut wants = wants.peekable();
+        while wants.peek().is_some() {
+            let index = &self.footer.index;
+            let len = |w: &Want| index[w.n].raw_len as u64;
+            let (mut group, mut bytes) = (Vec::new(), 0u64);
+            while let Some(w) =
+                wants.next_if(|w| group.is_empty() || bytes.saturating_add(len(w)) <= piece)
+            {
+                bytes += len(&w);
+                group.push(w);
+            }
+            self.decode_group(group, last, &mut out, nested)?;
+        }
+        Ok(())
+    }
+
+    /// [`Archive::decode_blocks`] of blocks whose repeated tensors' sources are read first
+    /// and held, several blocks at a time in parallel.
+    fn decode_group(
+        &mut self,
+        group: Vec<Want<'_>>,
+        last: Option<usize>,
+        out: &mut Option<(&mut (dyn Write + Send), Range<u64>)>,
+        nested: bool,
     ) -> Result<()> {
         let index = &self.footer.index;
-        let mut wants = wants.peekable();
+        // The original bytes of the blocks, in runs of consecutive blocks.
+        let mut runs: Vec<Range<u64>> = Vec::new();
+        for w in &group {
+            let e = &index[w.n];
+            let block = e.raw_offset..e.raw_offset + e.raw_len as u64;
+            match runs.last_mut() {
+                Some(run) if run.end == block.start => run.end = block.end,
+                _ => runs.push(block),
+            }
+        }
+        self.spans.verify(self.base.as_ref(), &runs)?;
+        let needed: Vec<Range<u64>> = runs
+            .into_iter()
+            .flat_map(|run| self.spans.own_sources(run))
+            .collect();
+        if nested && !needed.is_empty() {
+            return Err(Error::Corrupt(
+                "a repeated tensor's source holds repeated bytes itself".into(),
+            ));
+        }
+        let mut parts = Vec::with_capacity(needed.len());
+        for r in needed {
+            let mut bytes = Vec::new();
+            self.read_to(r.clone(), &mut bytes, true)?;
+            parts.push((r, bytes));
+        }
+        let own = Retained::from_parts(parts);
+        let index = &self.footer.index;
+        let mut wants = group.into_iter().peekable();
         if let Some((n, block)) = &self.cache {
             if let Some(w) = wants.next_if(|w| w.n == *n) {
-                deliver(&mut out, w, block, index[*n].raw_offset)?;
+                deliver(out, w, block, index[*n].raw_offset)?;
             }
         }
         let block_size = self.header.block_size;
@@ -529,8 +665,15 @@ impl<R: Read + Seek + Send> Archive<R> {
             caching,
             pools,
             budget,
+            spans,
+            base,
             ..
         } = self;
+        let sources = Sources {
+            spans,
+            base: base.as_ref(),
+            own: &own,
+        };
         ordered(
             budget.window,
             &mut || {
@@ -538,18 +681,19 @@ impl<R: Read + Seek + Send> Archive<R> {
                     return Ok(None);
                 };
                 let block = read_block(input, block_size, index, want.n, &pools.coded)?;
-                stats.block_bytes_read += block.1.stored_len();
+                stats.block_bytes_read += block.record.stored_len();
                 Ok(Some((block, want)))
             },
-            &|(block, mut want)| {
-                let len = block.1.raw_len as usize;
+            &|(block, mut want): (Block, Want)| {
+                let len = block.record.raw_len as usize;
                 match want.places.as_mut_slice() {
                     // A whole block wanted in one place: decoded where it goes.
                     [(0, dest)] if dest.len() == len => {
-                        let rec = decode_into(block, dest, pools)?;
+                        let rec = decode_into(block, dest, pools, sources)?;
                         Ok(Decoded::InPlace(rec.raw_len as u64))
                     }
-                    _ => decode_one(block, pools).map(|(_, out)| Decoded::Buffered(out, want)),
+                    _ => decode_one(block, pools, sources)
+                        .map(|(_, out)| Decoded::Buffered(out, want)),
                 }
             },
             &mut |decoded| {
@@ -563,7 +707,7 @@ impl<R: Read + Seek + Send> Archive<R> {
                 };
                 stats.bytes_decoded += block.len() as u64;
                 let n = want.n;
-                deliver(&mut out, want, &block, index[n].raw_offset)?;
+                deliver(out, want, &block, index[n].raw_offset)?;
                 if Some(n) == last && *caching {
                     *cache = Some((n, block));
                 } else {
@@ -680,7 +824,22 @@ fn read_block<R: Read + Seek>(
         return Err(bad("record disagrees with the index"));
     }
     let payload = Stream(&mut *input).payload(rec.payload_len() as usize, buffers)?;
-    Ok((n as u64, rec, payload))
+    Ok(Block {
+        n: n as u64,
+        raw_offset: e.raw_offset,
+        record: rec,
+        payload,
+    })
+}
+
+/// What the tensor `name` of an archive with `header` is coded against.
+fn reference<'h>(header: &'h FileHeader, name: &str) -> Option<Reference<'h>> {
+    let refs = header.refs.as_ref()?;
+    let e = refs.entries.iter().find(|e| e.tensor == name)?;
+    Some(match &e.source {
+        RefSource::Base { .. } => Reference::Base(&refs.base_name),
+        RefSource::Tensor(from) => Reference::Repeats(from),
+    })
 }
 
 /// The kept safetensors header's JSON text of an archive with this header.
@@ -743,6 +902,12 @@ pub struct ArchiveInfo {
     pub codecs: BTreeMap<&'static str, CodecUse>,
     /// Per transform name: the blocks it splits.
     pub transforms: BTreeMap<&'static str, TransformUse>,
+    /// The name of the base the archive is coded against, as recorded, when it needs one.
+    pub base_name: Option<String>,
+    /// Tensors coded against the base.
+    pub based_tensors: usize,
+    /// Tensors stored as a reference to an earlier, identical one.
+    pub repeated_tensors: usize,
     header: FileHeader,
     #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     footer: Footer,
@@ -752,6 +917,11 @@ impl ArchiveInfo {
     /// The kept safetensors header's JSON text.
     pub fn header_json(&self) -> Option<&str> {
         header_json(&self.header)
+    }
+
+    /// What the tensor `name` is coded against, if anything but itself.
+    pub fn reference(&self, name: &str) -> Option<Reference<'_>> {
+        reference(&self.header, name)
     }
 
     /// Bytes of tensor data per dtype name, as the header writes it.
@@ -801,8 +971,21 @@ pub fn inspect<R: Read + Seek>(r: &mut R) -> Result<ArchiveInfo> {
             .map(|h| h.tensors),
         Kind::Generic => None,
     };
+    let entries = header.refs.as_ref().map_or(&[][..], |r| &r.entries[..]);
+    let based_tensors = entries
+        .iter()
+        .filter(|e| matches!(e.source, RefSource::Base { .. }))
+        .count();
+    let base_name = header
+        .refs
+        .as_ref()
+        .filter(|_| based_tensors > 0)
+        .map(|r| r.base_name.clone());
     Ok(ArchiveInfo {
         format_version: header.version,
+        base_name,
+        based_tensors,
+        repeated_tensors: entries.len() - based_tensors,
         mode: header.mode,
         kind: header.kind,
         block_size: header.block_size,

@@ -8,6 +8,8 @@
 //! pair for exponent-aligned blocks of tensors (`joint`/`raw6` for blocks without one), and the
 //! static range coder where statistics hold still.
 
+pub mod delta;
+
 use crate::codec::{
     adaptive, constant, context, ctxjoint, huffjoint, huffman, joint, range, raw6, Codec,
 };

@@ -60,6 +60,32 @@ pub enum Error {
     /// An option or argument is out of range.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// The archive is coded against a base, which was not given
+    /// ([`crate::DecodeOptions::base`], [`crate::Archive::open_with_base`]).
+    #[error("coded against the base {needed:?}, which was not given")]
+    BaseNeeded {
+        /// The base's file or folder name, as recorded when the archive was made.
+        needed: String,
+    },
+    /// The base given is not the one the archive was coded against: a tensor it needs is
+    /// missing from it or holds other bytes.
+    #[error("the base {given:?} is not the base {needed:?} this was coded against: {reason}")]
+    BaseMismatch {
+        /// The name of the base given.
+        given: String,
+        /// The base's file or folder name, as recorded when the archive was made.
+        needed: String,
+        /// Which tensor does not match, and how.
+        reason: String,
+    },
+    /// A file or folder cannot serve as a base ([`crate::Base::open`]).
+    #[error("cannot use {path} as a base: {reason}")]
+    BadBase {
+        /// The path given.
+        path: String,
+        /// Why.
+        reason: String,
+    },
 }
 
 /// Shorthand for results of this crate.
@@ -156,9 +182,11 @@ impl From<Error> for io::Error {
     fn from(e: Error) -> io::Error {
         match e {
             Error::Io(e) => e,
-            Error::InvalidArgument(_) | Error::NoSuchTensor(_) => {
-                io::Error::new(io::ErrorKind::InvalidInput, e)
-            }
+            Error::InvalidArgument(_)
+            | Error::NoSuchTensor(_)
+            | Error::BaseNeeded { .. }
+            | Error::BaseMismatch { .. }
+            | Error::BadBase { .. } => io::Error::new(io::ErrorKind::InvalidInput, e),
             e => io::Error::new(io::ErrorKind::InvalidData, e),
         }
     }

@@ -90,6 +90,7 @@ internal!(
 );
 
 mod archive;
+mod base;
 mod error;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
@@ -99,12 +100,13 @@ pub mod lab;
 mod stream;
 
 pub use archive::{
-    inspect, AccessStats, Archive, ArchiveInfo, CodecUse, StoredBytes, TransformUse,
+    inspect, AccessStats, Archive, ArchiveInfo, CodecUse, Reference, StoredBytes, TransformUse,
 };
+pub use base::Base;
 pub use container::{Kind, Mode};
 pub use error::{Error, HeaderError, Result, TensorProblem};
 pub use pipeline::decode::{decode, decode_file, decode_to_vec, DecodeOptions, DecodeReport};
-pub use pipeline::encode::{encode, encode_to_vec, EncodeOptions, EncodeReport};
+pub use pipeline::encode::{encode, encode_file, encode_to_vec, EncodeOptions, EncodeReport};
 pub use pipeline::{memory_needed, DEFAULT_MEMORY};
 pub use safetensors::{Dtype, TensorInfo};
 pub use stream::{Decoder, Encoder};

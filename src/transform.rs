@@ -4,6 +4,11 @@
 //! close to random; coding them as separate planes lets each coder see one distribution.
 //! Integers are split into byte planes, most significant first, so that the high bytes of
 //! small values (ids, counts) become constant planes.
+//!
+//! The delta transforms (`xor8`, `xor16`, `sub16`, `xor32`, `sub32`) code a block against the
+//! bytes it is paired with in a base (a fine-tune's base checkpoint, or an earlier copy of a
+//! repeated tensor): a fine-tune moves each weight by a few units in the last place, so the
+//! difference is small where the values themselves are not.
 
 use crate::codec::CodecError;
 
@@ -38,11 +43,24 @@ pub enum Transform {
     Delta32 = 7,
     /// The same for 64-bit elements.
     Delta64 = 8,
+    /// One plane: each byte XOR the base's byte (repeated tensors, and base tensors of dtypes
+    /// without a float delta).
+    Xor8 = 9,
+    /// Byte planes, most significant first, of each 16-bit word XOR the base's word.
+    Xor16 = 10,
+    /// Byte planes, most significant first, of the difference of 16-bit floats taken in
+    /// sign-magnitude order ([`order16`]) from the base's, zigzag-coded: a value that moved
+    /// by `k` units in the last place gives `2k` or `2k - 1`, whatever its sign or exponent.
+    Sub16 = 11,
+    /// [`Transform::Xor16`] for 32-bit words.
+    Xor32 = 12,
+    /// [`Transform::Sub16`] for 32-bit floats.
+    Sub32 = 13,
 }
 
 impl Transform {
     /// Every transform, in id order.
-    pub const ALL: [Transform; 9] = [
+    pub const ALL: [Transform; 14] = [
         Transform::Bytes,
         Transform::Split16,
         Transform::Exp16,
@@ -52,6 +70,11 @@ impl Transform {
         Transform::Split64,
         Transform::Delta32,
         Transform::Delta64,
+        Transform::Xor8,
+        Transform::Xor16,
+        Transform::Sub16,
+        Transform::Xor32,
+        Transform::Sub32,
     ];
 
     /// Parses the container's transform id.
@@ -62,9 +85,13 @@ impl Transform {
     /// Bytes per element; block lengths must be a multiple of it.
     pub fn width(self) -> usize {
         match self {
-            Transform::Bytes => 1,
-            Transform::Split16 | Transform::Exp16 => 2,
-            Transform::Exp32 | Transform::Split32 | Transform::Delta32 => 4,
+            Transform::Bytes | Transform::Xor8 => 1,
+            Transform::Split16 | Transform::Exp16 | Transform::Xor16 | Transform::Sub16 => 2,
+            Transform::Exp32
+            | Transform::Split32
+            | Transform::Delta32
+            | Transform::Xor32
+            | Transform::Sub32 => 4,
             Transform::Exp64 | Transform::Split64 | Transform::Delta64 => 8,
         }
     }
@@ -78,6 +105,18 @@ impl Transform {
     /// pair the context codec models together.
     pub fn exponent_aligned(self) -> bool {
         matches!(self, Transform::Exp16 | Transform::Exp32 | Transform::Exp64)
+    }
+
+    /// Whether the block is coded against base bytes, which decoding needs.
+    pub fn is_delta(self) -> bool {
+        matches!(
+            self,
+            Transform::Xor8
+                | Transform::Xor16
+                | Transform::Sub16
+                | Transform::Xor32
+                | Transform::Sub32
+        )
     }
 
     /// Length of each plane of a block of `raw_len` bytes (a multiple of the width).
@@ -97,14 +136,25 @@ impl Transform {
             Transform::Split64 => "split64",
             Transform::Delta32 => "delta32",
             Transform::Delta64 => "delta64",
+            Transform::Xor8 => "xor8",
+            Transform::Xor16 => "xor16",
+            Transform::Sub16 => "sub16",
+            Transform::Xor32 => "xor32",
+            Transform::Sub32 => "sub32",
         }
     }
 
     /// Splits `raw` into the first [`Transform::planes`] of `planes` (each resized to the
-    /// plane length).
+    /// plane length); a delta transform takes its base to be zeros.
     ///
     /// `raw.len()` must be a multiple of [`Transform::width`]; the pipeline guarantees it.
     pub fn split(self, raw: &[u8], planes: &mut [Vec<u8>]) {
+        self.split_against(raw, &[], planes)
+    }
+
+    /// [`Transform::split`] of `raw` coded against `base`, its paired bytes (as long as `raw`;
+    /// empty: zeros). Transforms other than the delta ones ignore `base`.
+    pub fn split_against(self, raw: &[u8], base: &[u8], planes: &mut [Vec<u8>]) {
         let n = self.plane_len(raw.len());
         // Every byte is overwritten below, so a reused plane keeps its old bytes (resizing
         // after a clear would zero megabytes per block for nothing).
@@ -152,17 +202,40 @@ impl Transform {
                     d.to_be_bytes()
                 })
             }
+            Transform::Xor8 => split8(raw, base, &mut planes[0], |w, b| w ^ b),
+            Transform::Xor16 => split16(raw, base, planes, |w, b| w ^ b),
+            Transform::Sub16 => split16(raw, base, planes, |w, b| {
+                zigzag16(order16(w).wrapping_sub(order16(b)))
+            }),
+            Transform::Xor32 => split32(raw, base, planes, |w, b| w ^ b),
+            Transform::Sub32 => split32(raw, base, planes, |w, b| {
+                zigzag32(order32(w).wrapping_sub(order32(b)))
+            }),
         }
     }
 
     /// Interleaves decoded `planes` back into `out`, the inverse of [`Transform::split`].
     pub fn merge(self, planes: &[&[u8]], out: &mut [u8]) -> Result<(), CodecError> {
+        self.merge_against(planes, &[], out)
+    }
+
+    /// The inverse of [`Transform::split_against`]: `base` must be what the block was split
+    /// against (as long as `out`, or empty for zeros).
+    pub fn merge_against(
+        self,
+        planes: &[&[u8]],
+        base: &[u8],
+        out: &mut [u8],
+    ) -> Result<(), CodecError> {
         let n = self.plane_len(out.len());
         if planes.len() != self.planes()
             || planes.iter().any(|p| p.len() != n)
             || out.len() != n * self.width()
         {
             return Err(CodecError("plane lengths do not match the block"));
+        }
+        if !base.is_empty() && base.len() != out.len() {
+            return Err(CodecError("base bytes do not match the block"));
         }
         match self {
             Transform::Bytes => out.copy_from_slice(planes[0]),
@@ -200,8 +273,178 @@ impl Transform {
                     prev.to_le_bytes()
                 })
             }
+            Transform::Xor8 => merge8(planes[0], base, out, |d, b| d ^ b),
+            Transform::Xor16 => merge16(planes, base, out, |d, b| d ^ b),
+            Transform::Sub16 => merge16(planes, base, out, |d, b| {
+                unorder16(order16(b).wrapping_add(unzigzag16(d)))
+            }),
+            Transform::Xor32 => merge32(planes, base, out, |d, b| d ^ b),
+            Transform::Sub32 => merge32(planes, base, out, |d, b| {
+                unorder32(order32(b).wrapping_add(unzigzag32(d)))
+            }),
         }
         Ok(())
+    }
+}
+
+/// Maps a 16-bit float's bits to an integer in the order of the values: negative values
+/// (sign set) reversed below `0x8000`, positive ones from `0x8000` up, so `-0` and `+0` are
+/// neighbours and the difference of two maps counts units in the last place. A bijection on
+/// all 65536 words (NaNs included).
+pub fn order16(w: u16) -> u16 {
+    let negative = ((w as i16) >> 15) as u16;
+    w ^ (negative | 0x8000)
+}
+
+/// The inverse of [`order16`].
+pub fn unorder16(m: u16) -> u16 {
+    let positive = ((m as i16) >> 15) as u16;
+    m ^ (!positive | 0x8000)
+}
+
+/// [`order16`] for 32-bit floats.
+pub fn order32(w: u32) -> u32 {
+    let negative = ((w as i32) >> 31) as u32;
+    w ^ (negative | 0x8000_0000)
+}
+
+/// The inverse of [`order32`].
+pub fn unorder32(m: u32) -> u32 {
+    let positive = ((m as i32) >> 31) as u32;
+    m ^ (!positive | 0x8000_0000)
+}
+
+/// Zigzag code of a wrapping 16-bit difference: 0, -1, 1, -2, ... become 0, 1, 2, 3, ...
+pub fn zigzag16(d: u16) -> u16 {
+    (d << 1) ^ (((d as i16) >> 15) as u16)
+}
+
+/// The inverse of [`zigzag16`].
+pub fn unzigzag16(z: u16) -> u16 {
+    (z >> 1) ^ (z & 1).wrapping_neg()
+}
+
+/// [`zigzag16`] for 32-bit differences.
+pub fn zigzag32(d: u32) -> u32 {
+    (d << 1) ^ (((d as i32) >> 31) as u32)
+}
+
+/// The inverse of [`zigzag32`].
+pub fn unzigzag32(z: u32) -> u32 {
+    (z >> 1) ^ (z & 1).wrapping_neg()
+}
+
+// The delta transforms' loops below index plain slices cut to length first, so that the
+// compiler drops the bounds checks and vectorises them: they run once per element of every
+// block of a fine-tune, on the decode path.
+
+/// `out[i] = f(raw[i], base[i])` (an empty `base` is zeros).
+#[inline(always)]
+fn split8(raw: &[u8], base: &[u8], out: &mut [u8], f: impl Fn(u8, u8) -> u8) {
+    let n = raw.len();
+    let out = &mut out[..n];
+    match base.len() == n {
+        true => {
+            let base = &base[..n];
+            for i in 0..n {
+                out[i] = f(raw[i], base[i]);
+            }
+        }
+        false => out.iter_mut().zip(raw).for_each(|(o, &w)| *o = f(w, 0)),
+    }
+}
+
+/// `out[i] = f(planes[0][i], base[i])` (an empty `base` is zeros).
+#[inline(always)]
+fn merge8(plane: &[u8], base: &[u8], out: &mut [u8], f: impl Fn(u8, u8) -> u8) {
+    split8(plane, base, out, f)
+}
+
+/// Splits 16-bit words `w` against base words `b` into the byte planes of `f(w, b)`, most
+/// significant first.
+#[inline(always)]
+fn split16(raw: &[u8], base: &[u8], planes: &mut [Vec<u8>], f: impl Fn(u16, u16) -> u16) {
+    let n = raw.len() / 2;
+    let [p0, p1, ..] = planes else {
+        unreachable!("every transform gets MAX_PLANES planes")
+    };
+    let (p0, p1, raw) = (&mut p0[..n], &mut p1[..n], &raw[..2 * n]);
+    let zeros = base.len() != raw.len();
+    let base = if zeros { raw } else { &base[..2 * n] };
+    for i in 0..n {
+        let w = u16::from_le_bytes([raw[2 * i], raw[2 * i + 1]]);
+        let b = u16::from_le_bytes([base[2 * i], base[2 * i + 1]]);
+        let d = f(w, if zeros { 0 } else { b });
+        p0[i] = (d >> 8) as u8;
+        p1[i] = d as u8;
+    }
+}
+
+/// The inverse of [`split16`]: `out` words from planes of `d` and base words `b` by
+/// `f(d, b)`.
+#[inline(always)]
+fn merge16(planes: &[&[u8]], base: &[u8], out: &mut [u8], f: impl Fn(u16, u16) -> u16) {
+    let n = out.len() / 2;
+    let (p0, p1, out) = (&planes[0][..n], &planes[1][..n], &mut out[..2 * n]);
+    let words = |i: usize| u16::from_be_bytes([p0[i], p1[i]]);
+    if base.len() != out.len() {
+        for i in 0..n {
+            out[2 * i..2 * i + 2].copy_from_slice(&f(words(i), 0).to_le_bytes());
+        }
+        return;
+    }
+    // Whole words where both buffers are aligned to them (pool buffers are): loads and stores
+    // the width of a vector, where byte pairs would be gathered one by one.
+    let aligned = (
+        bytemuck::try_cast_slice::<u8, u16>(&base[..2 * n]),
+        bytemuck::try_cast_slice_mut::<u8, u16>(out),
+    );
+    if let (Ok(base), Ok(out)) = aligned {
+        for i in 0..n {
+            out[i] = f(words(i), u16::from_le(base[i])).to_le();
+        }
+        return;
+    }
+    let (base, out) = (&base[..2 * n], &mut out[..2 * n]);
+    for i in 0..n {
+        let b = u16::from_le_bytes([base[2 * i], base[2 * i + 1]]);
+        out[2 * i..2 * i + 2].copy_from_slice(&f(words(i), b).to_le_bytes());
+    }
+}
+
+/// [`split16`] for 32-bit words.
+#[inline(always)]
+fn split32(raw: &[u8], base: &[u8], planes: &mut [Vec<u8>], f: impl Fn(u32, u32) -> u32) {
+    let n = raw.len() / 4;
+    let [p0, p1, p2, p3, ..] = planes else {
+        unreachable!("every transform gets MAX_PLANES planes")
+    };
+    let (p0, p1, p2, p3) = (&mut p0[..n], &mut p1[..n], &mut p2[..n], &mut p3[..n]);
+    let raw = &raw[..4 * n];
+    let zeros = base.len() != raw.len();
+    let base = if zeros { raw } else { &base[..4 * n] };
+    for i in 0..n {
+        let w = u32::from_le_bytes([raw[4 * i], raw[4 * i + 1], raw[4 * i + 2], raw[4 * i + 3]]);
+        let b = u32::from_le_bytes([base[4 * i], base[4 * i + 1], base[4 * i + 2], base[4 * i + 3]]);
+        let d = f(w, if zeros { 0 } else { b }).to_be_bytes();
+        (p0[i], p1[i], p2[i], p3[i]) = (d[0], d[1], d[2], d[3]);
+    }
+}
+
+/// [`merge16`] for 32-bit words.
+#[inline(always)]
+fn merge32(planes: &[&[u8]], base: &[u8], out: &mut [u8], f: impl Fn(u32, u32) -> u32) {
+    let n = out.len() / 4;
+    let (p0, p1, p2, p3) = (&planes[0][..n], &planes[1][..n], &planes[2][..n], &planes[3][..n]);
+    let out = &mut out[..4 * n];
+    let zeros = base.len() != out.len();
+    for i in 0..n {
+        let b = match zeros {
+            true => 0,
+            false => u32::from_le_bytes([base[4 * i], base[4 * i + 1], base[4 * i + 2], base[4 * i + 3]]),
+        };
+        let w = f(u32::from_be_bytes([p0[i], p1[i], p2[i], p3[i]]), b).to_le_bytes();
+        out[4 * i..4 * i + 4].copy_from_slice(&w);
     }
 }
 
@@ -329,6 +572,98 @@ mod tests {
                 roundtrip(t, &data[1..1 + (data.len() - 8) / t.width() * t.width()]);
             }
         }
-        assert_eq!(Transform::from_id(9), None);
+        assert_eq!(Transform::from_id(Transform::ALL.len() as u8), None);
+    }
+
+    fn roundtrip_against(t: Transform, raw: &[u8], base: &[u8]) -> Vec<Vec<u8>> {
+        let mut planes = vec![Vec::new(); MAX_PLANES];
+        t.split_against(raw, base, &mut planes);
+        let mut out = vec![0u8; raw.len()];
+        let views: Vec<&[u8]> = planes.iter().take(t.planes()).map(|p| &p[..]).collect();
+        t.merge_against(&views, base, &mut out).unwrap();
+        assert_eq!(out, raw, "{t:?}");
+        planes.truncate(t.planes());
+        planes
+    }
+
+    #[test]
+    fn order_maps_are_monotone_bijections() {
+        let mut seen = vec![false; 1 << 16];
+        let mut prev: Option<(f32, u16)> = None;
+        // Every non-NaN BF16 value in increasing order maps to increasing integers.
+        let mut values: Vec<u16> = (0..=u16::MAX)
+            .filter(|&w| !f32::from_bits((w as u32) << 16).is_nan())
+            .collect();
+        values.sort_by(|a, b| {
+            let (x, y) = (f32::from_bits((*a as u32) << 16), f32::from_bits((*b as u32) << 16));
+            x.partial_cmp(&y).unwrap().then((a >> 15).cmp(&(b >> 15)).reverse())
+        });
+        for &w in &values {
+            let m = order16(w);
+            assert_eq!(unorder16(m), w);
+            assert!(!seen[m as usize]);
+            seen[m as usize] = true;
+            if let Some((_, pm)) = prev {
+                assert!(m > pm, "{w:#06x}");
+            }
+            prev = Some((0.0, m));
+        }
+        for w in 0..=u16::MAX {
+            assert_eq!(unorder16(order16(w)), w);
+            assert_eq!(unzigzag16(zigzag16(w)), w);
+        }
+        // -0 and +0 are neighbours; one unit up from 1.0 is 2 in zigzag.
+        assert_eq!(order16(0x0000).wrapping_sub(order16(0x8000)), 1);
+        assert_eq!(zigzag16(order16(0x3F81).wrapping_sub(order16(0x3F80))), 2);
+        assert_eq!(zigzag16(order16(0x3F7F).wrapping_sub(order16(0x3F80))), 1);
+        for x in [0u32, 1, 0x7FFF_FFFF, 0x8000_0000, 0xFFFF_FFFF, 0x3F80_0000, 0xBF80_0001] {
+            assert_eq!(unorder32(order32(x)), x);
+            assert_eq!(unzigzag32(zigzag32(x)), x);
+        }
+        assert!(order32((-1.0f32).to_bits()) < order32((-0.5f32).to_bits()));
+        assert!(order32((-0.0f32).to_bits()) < order32(0.0f32.to_bits()));
+        assert!(order32(0.5f32.to_bits()) < order32(1.0f32.to_bits()));
+    }
+
+    #[test]
+    fn delta_transforms_code_small_moves_as_small_numbers() {
+        // 1.0 and -1.0 in BF16, each moved by one unit in the last place (away from zero).
+        let base: Vec<u8> = [0x3F80u16, 0xBF80].iter().flat_map(|w| w.to_le_bytes()).collect();
+        let tune: Vec<u8> = [0x3F81u16, 0xBF81].iter().flat_map(|w| w.to_le_bytes()).collect();
+        let planes = roundtrip_against(Transform::Sub16, &tune, &base);
+        assert_eq!(planes, [vec![0, 0], vec![2, 1]]);
+        let planes = roundtrip_against(Transform::Xor16, &tune, &base);
+        assert_eq!(planes, [vec![0, 0], vec![1, 1]]);
+        let planes = roundtrip_against(Transform::Xor8, &tune, &tune);
+        assert_eq!(planes, [vec![0; 4]]);
+        let b32: Vec<u8> = [1.0f32, -2.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let t32: Vec<u8> = [f32::from_bits(1.0f32.to_bits() - 3), -2.0]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let planes = roundtrip_against(Transform::Sub32, &t32, &b32);
+        assert_eq!(planes, [vec![0, 0], vec![0, 0], vec![0, 0], vec![5, 0]]);
+        roundtrip_against(Transform::Xor32, &t32, &b32);
+    }
+
+    #[test]
+    fn delta_transforms_round_trip_any_words_against_any_base() {
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut noise = |n: usize| -> Vec<u8> {
+            (0..n)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+                .collect()
+        };
+        let (raw, base) = (noise(4096), noise(4096));
+        for t in Transform::ALL.into_iter().filter(|t| t.is_delta()) {
+            roundtrip_against(t, &raw, &base);
+            roundtrip_against(t, &raw, &raw);
+            roundtrip_against(t, &raw, &[]);
+        }
     }
 }

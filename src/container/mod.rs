@@ -5,11 +5,13 @@
 //! allocated from it.
 
 pub mod checksum;
+pub mod refs;
 
 use crate::codec::{self, Codec};
 use crate::error::{Error, Result};
 use crate::read::{read_exact_or, read_up_to};
 use crate::transform::{Transform, MAX_PLANES};
+use refs::References;
 use std::hash::Hasher;
 use std::io::{self, Read, Write};
 
@@ -19,8 +21,8 @@ pub const MAGIC: [u8; 4] = [0x89, b'S', b'C', b'W'];
 pub const END_MAGIC: [u8; 4] = *b"SCWE";
 /// Format version written by this build, and the newest it reads.
 pub const VERSION: u16 = 2;
-/// Oldest format version this build reads: version 2 only added a codec (`ctxjoint`), so
-/// version 1 archives read as they always did.
+/// Oldest format version this build reads: version 2 added the `ctxjoint` codec, the
+/// reference section and the delta transforms, so version 1 archives read as they always did.
 pub const OLDEST_VERSION: u16 = 1;
 /// Smallest block size.
 pub const MIN_BLOCK_SIZE: u32 = 4 << 10;
@@ -112,7 +114,8 @@ fn corrupt(msg: impl Into<String>) -> Error {
     Error::Corrupt(msg.into())
 }
 
-/// The file header: mode, kind, block size and the original safetensors header verbatim.
+/// The file header: mode, kind, block size and the original safetensors header verbatim,
+/// followed by the reference section when the archive has one.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileHeader {
     /// Format version of the archive (written: always [`VERSION`]).
@@ -127,32 +130,43 @@ pub struct FileHeader {
     pub prefix: Vec<u8>,
     /// Whether the trailer records the MD5 of the original file.
     pub md5: bool,
+    /// What tensors are coded against (version 2 on): a base, or earlier tensors.
+    pub refs: Option<References>,
 }
 
 /// Header flag: the trailer's MD5 field is not recorded (all zero). Archives of format 1
 /// written before the flag existed have flags 0 and always record it.
 const FLAG_NO_MD5: u32 = 1;
+/// Header flag (version 2 on): a reference section follows the header.
+const FLAG_REFS: u32 = 2;
 
 impl FileHeader {
-    /// Serialised length.
+    /// Serialised length, reference section included: where block 0 starts.
     pub fn encoded_len(&self) -> u64 {
-        (HEADER_FIXED_LEN + self.prefix.len() + 8) as u64
+        let refs = self.refs.as_ref().map_or(0, |r| r.to_bytes().len());
+        (HEADER_FIXED_LEN + self.prefix.len() + 8 + refs) as u64
     }
 
-    /// Writes the header.
+    /// Writes the header (and the reference section, if any).
     pub fn write(&self, w: &mut impl Write) -> io::Result<()> {
-        let mut b = Vec::with_capacity(self.encoded_len() as usize);
+        let mut b = Vec::with_capacity(HEADER_FIXED_LEN + self.prefix.len() + 8);
         b.extend_from_slice(&MAGIC);
         b.extend_from_slice(&self.version.to_le_bytes());
         b.push(self.mode as u8);
         b.push(self.kind as u8);
         b.extend_from_slice(&self.block_size.to_le_bytes());
-        let flags = if self.md5 { 0 } else { FLAG_NO_MD5 };
+        let mut flags = if self.md5 { 0 } else { FLAG_NO_MD5 };
+        if self.refs.is_some() {
+            flags |= FLAG_REFS;
+        }
         b.extend_from_slice(&flags.to_le_bytes());
         b.extend_from_slice(&(self.prefix.len() as u64).to_le_bytes());
         b.extend_from_slice(&self.prefix);
         let sum = checksum::xxh3(&b);
         b.extend_from_slice(&sum.to_le_bytes());
+        if let Some(refs) = &self.refs {
+            b.extend_from_slice(&refs.to_bytes());
+        }
         w.write_all(&b)
     }
 
@@ -189,7 +203,11 @@ impl FileHeader {
         let block_size = u32_at(&fixed, 8);
         check_block_size(block_size).map_err(|e| corrupt(format!("file header: {e}")))?;
         let flags = u32_at(&fixed, 12);
-        if flags & !FLAG_NO_MD5 != 0 {
+        let known = match version {
+            1 => FLAG_NO_MD5,
+            _ => FLAG_NO_MD5 | FLAG_REFS,
+        };
+        if flags & !known != 0 {
             return Err(corrupt("file header has unknown flags set"));
         }
         let prefix_len = u64_at(&fixed, 16);
@@ -219,6 +237,17 @@ impl FileHeader {
         if kind == Kind::Safetensors && u64_at(&prefix, 0) != prefix_len - 8 {
             return Err(corrupt("kept safetensors header has the wrong length"));
         }
+        let refs = match flags & FLAG_REFS {
+            0 => None,
+            _ => {
+                let room = archive_len.map(|len| len.saturating_sub(after_fixed + prefix_len));
+                let refs = References::read(r, room)?;
+                if kind != Kind::Safetensors && !refs.entries.is_empty() {
+                    return Err(corrupt("a generic archive with tensor references"));
+                }
+                Some(refs)
+            }
+        };
         Ok(FileHeader {
             version,
             mode,
@@ -226,6 +255,7 @@ impl FileHeader {
             block_size,
             prefix,
             md5: flags & FLAG_NO_MD5 == 0,
+            refs,
         })
     }
 

@@ -101,7 +101,10 @@ pub fn unshuffle<R: Read, W: Write>(input: &mut R, output: &mut W) -> Result<u64
         if read_up_to(input, &mut id)? == 0 {
             break;
         }
-        let t = Transform::from_id(id[0]).ok_or_else(|| bad("unknown transform"))?;
+        // The shuffle never codes against a base: a delta transform here is not one of its.
+        let t = Transform::from_id(id[0])
+            .filter(|t| !t.is_delta())
+            .ok_or_else(|| bad("unknown transform"))?;
         buf.resize(spec.len as usize, 0);
         let got = read_up_to(input, &mut buf)?;
         if got % t.width() != 0 {

@@ -22,18 +22,24 @@ pub struct Scratch {
 
 /// Codes one block into the scratch `s`; returns its record, whose payloads [`payloads`]
 /// finds in `raw` and `s`. `rows` says where its elements lie in the rows of its tensor, if it
-/// holds one.
+/// holds one. A block with `base` bytes (as long as it) is coded against them when that pays
+/// ([`choice::delta`]).
 ///
 /// Some transforms are chosen per block by measurement ([`choice::refine`]), so the transform
 /// recorded may differ from the one planned.
 pub fn code_block(
     raw: &[u8],
-    transform: Transform,
+    base: Option<&[u8]>,
+    planned: Transform,
     rows: Option<TensorRows>,
     mode: Mode,
     s: &mut Scratch,
 ) -> BlockRecord {
-    let (transform, codecs) = choice::code(raw, transform, rows, mode, s);
+    let delta = base.and_then(|b| {
+        let t = choice::delta::choose(raw, b, planned, &mut s.planes)?;
+        Some((t, choice::delta::code(raw, b, t, mode, s)))
+    });
+    let (transform, codecs) = delta.unwrap_or_else(|| choice::code(raw, planned, rows, mode, s));
     let n = transform.planes();
     BlockRecord {
         transform,
@@ -42,17 +48,24 @@ pub fn code_block(
         planes: (0..n)
             .map(|k| PlaneEntry {
                 codec: codecs[k],
-                coded_len: payload(codecs[k], k, n, raw, s).len() as u32,
+                coded_len: payload(codecs[k], transform, k, raw, s).len() as u32,
             })
             .collect(),
     }
 }
 
-/// Where plane `k` of `n`'s payload lies once coded with `codec`: stored planes where they
-/// are, coded ones in the scratch.
-fn payload<'a>(codec: Codec, k: usize, n: usize, raw: &'a [u8], s: &'a Scratch) -> &'a [u8] {
+/// Where plane `k` of a `transform` block's payload lies once coded with `codec`: stored planes
+/// where they are (the block itself for a single-plane transform other than a delta one),
+/// coded ones in the scratch.
+fn payload<'a>(
+    codec: Codec,
+    transform: Transform,
+    k: usize,
+    raw: &'a [u8],
+    s: &'a Scratch,
+) -> &'a [u8] {
     match codec {
-        Codec::Stored if n == 1 => raw,
+        Codec::Stored if transform.planes() == 1 && !transform.is_delta() => raw,
         Codec::Stored => &s.planes[k],
         _ => &s.coded[k],
     }
@@ -64,8 +77,8 @@ pub fn payloads<'a>(
     raw: &'a [u8],
     s: &'a Scratch,
 ) -> impl Iterator<Item = &'a [u8]> + 'a {
-    let n = record.planes.len();
-    (record.planes.iter().enumerate()).map(move |(k, p)| payload(p.codec, k, n, raw, s))
+    let t = record.transform;
+    (record.planes.iter().enumerate()).map(move |(k, p)| payload(p.codec, t, k, raw, s))
 }
 
 const UNPAIRED: CodecError = CodecError("a paired codec's plane without its partner");
@@ -138,10 +151,12 @@ fn decode_head<'a>(
 }
 
 /// Decodes a block whose record was validated and whose payload is `payload` into `out`
-/// (`record.raw_len` bytes), then checks the block checksum.
+/// (`record.raw_len` bytes), then checks the block checksum. A block with a delta transform
+/// needs its `base` bytes (as long as the block).
 pub fn decode_block(
     record: &BlockRecord,
     payload: &[u8],
+    base: Option<&[u8]>,
     out: &mut [u8],
     s: &mut Scratch,
 ) -> Result<(), CodecError> {
@@ -152,6 +167,11 @@ pub fn decode_block(
     {
         return Err(CodecError("payload length does not match the record"));
     }
+    let base = match (record.transform.is_delta(), base) {
+        (false, _) => &[][..],
+        (true, Some(b)) if b.len() == out.len() => b,
+        (true, _) => return Err(CodecError("a delta block without its base bytes")),
+    };
     let mut parts: [&[u8]; MAX_PLANES] = Default::default();
     let mut rest = payload;
     for (part, p) in parts.iter_mut().zip(&record.planes) {
@@ -167,6 +187,11 @@ pub fn decode_block(
     };
     if n == 1 {
         decode_plane(&record.planes[0], parts[0], out)?;
+        if record.transform == Transform::Xor8 {
+            for (o, b) in out.iter_mut().zip(base) {
+                *o ^= b;
+            }
+        }
     } else if let Some(decode) = words {
         decode(parts[0], parts[1], &mut s.keys, out)?;
     } else {
@@ -190,7 +215,7 @@ pub fn decode_block(
         for (v, r) in views[2..].iter_mut().zip(rest?) {
             *v = r;
         }
-        record.transform.merge(&views[..n], out)?;
+        record.transform.merge_against(&views[..n], base, out)?;
     }
     if checksum::block(out) != record.checksum {
         return Err(CodecError(

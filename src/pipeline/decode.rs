@@ -4,15 +4,20 @@ use super::block::decode_block;
 use super::digest::DigestWorker;
 use super::mapped::MappedFile;
 use super::pool::Pool;
+use super::refs::{NoOwn, OwnBytes, Retained, Sources, Spans};
 use super::{on_threads, ordered, Budget, Pools, DEFAULT_MEMORY};
+use crate::archive::Archive;
+use crate::base::Base;
 use crate::container::{
     checksum::hex, BlockRecord, FileHeader, Footer, IndexEntry, Kind, Mode,
 };
 use crate::error::{Error, Result};
-use crate::read::{read_exact_or, read_up_to};
+use crate::read::{read_exact_or, read_up_to, At};
+use crate::safetensors::Header;
 use std::fs::File;
-use std::io::{self, BufReader, Read, Write};
-use std::sync::Arc;
+use std::io::{self, BufReader, Read, Seek, Write};
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
 
 /// Settings for [`decode`], [`decode_file`] and [`decode_to_vec`]. Build them from
 /// [`Default`] so that code keeps compiling when settings are added:
@@ -43,6 +48,11 @@ pub struct DecodeOptions<'a> {
     /// a time, whatever the thread count. An archive whose blocks are too large for the budget
     /// ([`memory_needed`](crate::memory_needed)) is refused before any block is read.
     pub memory: u64,
+    /// The base an archive of a fine-tune was coded against ([`crate::EncodeOptions::base`]).
+    /// Such an archive does not decode without it ([`Error::BaseNeeded`]), nor with a base
+    /// whose tensors differ from the ones it was coded against ([`Error::BaseMismatch`]):
+    /// both are found before anything is written. Archives without a base ignore it.
+    pub base: Option<&'a Base>,
 }
 
 impl Default for DecodeOptions<'_> {
@@ -53,6 +63,7 @@ impl Default for DecodeOptions<'_> {
             threads: 0,
             progress: None,
             memory: DEFAULT_MEMORY,
+            base: None,
         }
     }
 }
@@ -65,6 +76,7 @@ impl std::fmt::Debug for DecodeOptions<'_> {
             .field("threads", &self.threads)
             .field("progress", &self.progress.map(|_| "callback"))
             .field("memory", &self.memory)
+            .field("base", &self.base.map(Base::name))
             .finish()
     }
 }
@@ -190,38 +202,152 @@ impl BlockReader {
             }
             let payload = r.inner.payload(len as usize, buffers)?;
             r.pos += len;
+            let raw_offset = self.raw_pos;
             self.index.push(IndexEntry {
                 offset,
-                raw_offset: self.raw_pos,
+                raw_offset,
                 raw_len: rec.raw_len,
                 stored_len: rec.stored_len() as u32,
             });
             self.raw_pos += rec.raw_len as u64;
-            return Ok(Some((n, rec, payload)));
+            return Ok(Some(Block {
+                n,
+                raw_offset,
+                record: rec,
+                payload,
+            }));
         }
         Ok(None)
     }
 }
 
-/// Block number, record and payload of a block read but not yet decoded.
-pub(crate) type Block<'a> = (u64, BlockRecord, Payload<'a>);
+/// A block read but not yet decoded.
+pub(crate) struct Block<'a> {
+    /// Its number, from 0.
+    pub(crate) n: u64,
+    /// Offset of its first byte in the original file.
+    pub(crate) raw_offset: u64,
+    /// Its record.
+    pub(crate) record: BlockRecord,
+    /// Its payload.
+    pub(crate) payload: Payload<'a>,
+}
 
-/// Decodes one block into a pooled buffer.
-pub(crate) fn decode_one(block: Block, pools: &Pools) -> Result<(BlockRecord, Vec<u8>)> {
-    let mut out = pools.blocks.buffer(block.1.raw_len as usize);
-    let rec = decode_into(block, &mut out, pools)?;
+impl Block<'_> {
+    /// Its bytes in the original file.
+    pub(crate) fn range(&self) -> Range<u64> {
+        self.raw_offset..self.raw_offset + self.record.raw_len as u64
+    }
+}
+
+/// Decodes one block into a pooled buffer, reading its base bytes (if it has any) from
+/// `sources`.
+pub(crate) fn decode_one(
+    block: Block,
+    pools: &Pools,
+    sources: Sources,
+) -> Result<(BlockRecord, Vec<u8>)> {
+    let mut out = pools.blocks.buffer(block.record.raw_len as usize);
+    let rec = decode_into(block, &mut out, pools, sources)?;
     Ok((rec, out))
 }
 
 /// Decodes one block into `out` (exactly its length), returning the payload's buffer (if it
 /// has one) to the pool.
-pub(crate) fn decode_into((n, rec, payload): Block, out: &mut [u8], pools: &Pools) -> Result<BlockRecord> {
-    let decoded = decode_block(&rec, &payload, out, &mut pools.scratch.guard());
+pub(crate) fn decode_into(
+    block: Block,
+    out: &mut [u8],
+    pools: &Pools,
+    sources: Sources,
+) -> Result<BlockRecord> {
+    let Block {
+        n,
+        raw_offset,
+        record: rec,
+        payload,
+    } = block;
+    let mut base = rec
+        .transform
+        .is_delta()
+        .then(|| pools.blocks.buffer(rec.raw_len as usize));
+    if let Some(b) = &mut base {
+        sources.fill(raw_offset, b)?;
+    }
+    let decoded = decode_block(
+        &rec,
+        &payload,
+        base.as_deref(),
+        out,
+        &mut pools.scratch.guard(),
+    );
+    if let Some(b) = base {
+        pools.blocks.give(b);
+    }
     if let Payload::Read(buffer) = payload {
         pools.coded.give(buffer);
     }
     decoded.map_err(|e| e.in_block(n))?;
     Ok(rec)
+}
+
+/// A seekable reader, for reading an archive a second time (the sources of its repeated
+/// tensors).
+pub(crate) trait ReadSeek: Read + Seek + Send {}
+impl<T: Read + Seek + Send> ReadSeek for T {}
+
+/// An archive opened a second time, reading the sources of its repeated tensors.
+impl<R: Read + Seek + Send> OwnBytes for Mutex<Archive<R>> {
+    fn read_own(&self, range: Range<u64>, out: &mut [u8]) -> Result<()> {
+        let mut archive = self
+            .lock()
+            .map_err(|_| Error::Io(io::Error::other("archive reader poisoned")))?;
+        archive.read_range_into(range, out)
+    }
+}
+
+/// Where a full decode reads the sources of repeated tensors.
+enum Own<'r> {
+    /// There are none.
+    None,
+    /// The archive read a second time, through random access.
+    Again(Mutex<Archive<Box<dyn ReadSeek + 'r>>>),
+    /// Kept from the output as it passes (a stream).
+    Kept(Retained),
+}
+
+impl Own<'_> {
+    fn bytes(&self) -> &dyn OwnBytes {
+        match self {
+            Own::None => &NoOwn,
+            Own::Again(a) => a,
+            Own::Kept(k) => k,
+        }
+    }
+}
+
+/// The referenced tensors of an archive with `header` (checked against its kept header).
+pub(crate) fn spans_of(header: &FileHeader) -> Result<Spans> {
+    let Some(refs) = &header.refs else {
+        return Ok(Spans::default());
+    };
+    let tensors = match header.kind {
+        Kind::Safetensors => {
+            Header::parse(&header.prefix[8..], None)
+                .map_err(Error::KeptHeader)?
+                .tensors
+        }
+        Kind::Generic => Vec::new(),
+    };
+    refs.check(&tensors)?;
+    Ok(Spans::new(Some(refs), &tensors, header.prefix.len() as u64))
+}
+
+/// A block decoded by a worker, or one to decode on the writing thread once the blocks before
+/// it are written (it repeats bytes that a stream only has once they are).
+enum Step<'a> {
+    /// Where the block starts in the original file, its record and bytes.
+    Done(u64, BlockRecord, Vec<u8>),
+    Later(Block<'a>),
 }
 
 /// Decompresses the archive on `input` into `output`; returns what it found.
@@ -235,7 +361,7 @@ pub fn decode<R: Read + Send, W: Write + Send>(
     output: W,
     opts: &DecodeOptions,
 ) -> Result<DecodeReport> {
-    on_threads(opts.threads, || decode_from(Stream(input), output, opts))
+    on_threads(opts.threads, || decode_from(Stream(input), output, opts, None))
 }
 
 /// Decompresses the archive `archive` (in memory, or a memory map of a file) into `output`,
@@ -249,7 +375,8 @@ pub fn decode_slice<W: Write + Send>(
         archive_len: Some(archive.len() as u64),
         ..*opts
     };
-    on_threads(opts.threads, || decode_from(archive, output, &opts))
+    let again: Box<dyn ReadSeek> = Box::new(io::Cursor::new(archive));
+    on_threads(opts.threads, || decode_from(archive, output, &opts, Some(again)))
 }
 
 /// Decompresses the archive `archive` into a new buffer.
@@ -296,26 +423,41 @@ fn decode_file_here<W: Write + Send>(
                 archive_len: Some(meta.len()),
                 ..*opts
             };
-            decode_from(mapped, output, &opts)
+            let again: Box<dyn ReadSeek> = Box::new(At::new(file)?);
+            decode_from(mapped, output, &opts, Some(again))
         }
         None => {
             let input = Stream(BufReader::with_capacity(64 << 10, file));
-            decode_from(input, output, opts)
+            decode_from(input, output, opts, None)
         }
     }
 }
 
+/// Decodes the archive on `input`; `again`, when the archive can be read a second time, is
+/// where the sources of its repeated tensors are read (a stream keeps them instead).
 fn decode_from<'a, S: Source<'a> + Send, W: Write + Send>(
     input: S,
     mut output: W,
     opts: &DecodeOptions,
+    again: Option<Box<dyn ReadSeek + '_>>,
 ) -> Result<DecodeReport> {
     let mut r = Counting {
         inner: input,
         pos: 0,
     };
     let header = FileHeader::read(&mut r, opts.archive_len)?;
-    let budget = Budget::new(opts.memory, header.block_size, 0)?;
+    let spans = spans_of(&header)?;
+    let budget = Budget::new(opts.memory, header.block_size, 0, header.refs.is_some())?;
+    // A missing or wrong base is reported before anything is written.
+    spans.verify(opts.base, std::slice::from_ref(&(0..u64::MAX)))?;
+    let mut own = match (spans.has_own(), again) {
+        (false, _) => Own::None,
+        (true, Some(again)) => {
+            let archive = Archive::open_with(again, opts.base.cloned())?;
+            Own::Again(Mutex::new(archive))
+        }
+        (true, None) => Own::Kept(Retained::new(&spans)),
+    };
     output.write_all(&header.prefix)?;
     let (pools, digest) = budget.start(opts.check_md5, &header.prefix)?;
     let mut reader = BlockReader {
@@ -326,6 +468,11 @@ fn decode_from<'a, S: Source<'a> + Send, W: Write + Send>(
         archive_len: opts.archive_len,
     };
     let mut decoded_to = r.pos;
+    let sources = Sources {
+        spans: &spans,
+        base: opts.base,
+        own: &NoOwn,
+    };
     ordered(
         budget.window,
         &mut || {
@@ -335,9 +482,29 @@ fn decode_from<'a, S: Source<'a> + Send, W: Write + Send>(
             }
             reader.read(&mut r, &pools.coded)
         },
-        &|block| decode_one(block, &pools),
+        &|block: Block<'a>| {
+            if block.record.transform.is_delta() && spans.needs_own(block.range()) {
+                return Ok(Step::Later(block));
+            }
+            let start = block.raw_offset;
+            decode_one(block, &pools, sources).map(|(rec, out)| Step::Done(start, rec, out))
+        },
         &mut |decoded| {
-            let (rec, out) = decoded?;
+            let (start, rec, out) = match decoded? {
+                Step::Done(start, rec, out) => (start, rec, out),
+                Step::Later(block) => {
+                    let start = block.raw_offset;
+                    let own = Sources {
+                        own: own.bytes(),
+                        ..sources
+                    };
+                    let (rec, out) = decode_one(block, &pools, own)?;
+                    (start, rec, out)
+                }
+            };
+            if let Own::Kept(kept) = &mut own {
+                kept.keep(start, &out);
+            }
             output.write_all(&out)?;
             match &digest {
                 Some(d) => d.push(Arc::new(out)),

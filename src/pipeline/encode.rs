@@ -4,15 +4,19 @@ use super::block::{code_block, payloads, Scratch};
 use super::digest::DigestWorker;
 use super::plan::{Planner, TensorRows};
 use super::pool::{Pool, Pooled};
-use super::{on_threads, ordered, Budget, Pools, DEFAULT_MEMORY};
+use super::refs::{Input, NoOwn, OwnBytes, Spans};
+use super::{dedup, on_threads, ordered, Budget, Pools, DEFAULT_MEMORY};
+use crate::base::Base;
+use crate::container::refs::{Reference, References, Source};
 use crate::container::{
     check_block_size, BlockRecord, FileHeader, Footer, IndexEntry, Kind, Mode,
     DEFAULT_BLOCK_SIZE, MAX_KEPT_JSON, VERSION,
 };
 use crate::error::{Error, HeaderError, Result};
-use crate::read::read_up_to;
+use crate::read::{read_up_to, ReadAt};
 use crate::safetensors::{json_len, Header, MAX_HEADER_LEN};
 use crate::transform::Transform;
+use std::fs::File;
 use std::io::{Read, Write};
 use std::sync::Arc;
 
@@ -53,11 +57,21 @@ pub struct EncodeOptions<'a> {
     /// the thread count. A budget too small for one block
     /// ([`memory_needed`](crate::memory_needed)) is an error.
     pub memory: u64,
+    /// A base checkpoint to code the input against (a fine-tune of it): each tensor with a
+    /// tensor of the same name, dtype and shape in the base is coded as its difference from
+    /// it, block by block where that is smaller. The archive records the base's name and a
+    /// digest of each base tensor used, and decoding it needs the same base
+    /// ([`crate::DecodeOptions::base`]).
+    pub base: Option<&'a Base>,
+    /// Store a tensor that repeats an earlier one byte for byte as a reference to it (on by
+    /// default). Needs random access to the input: [`encode_file`] and [`encode_to_vec`] find
+    /// repeats, [`encode`] (a stream) does not.
+    pub dedup: bool,
 }
 
 impl EncodeOptions<'_> {
     /// Default settings for `mode`: 1 MiB blocks, MD5 recorded by BEST only, the current
-    /// thread pool.
+    /// thread pool, no base, repeated tensors stored once.
     pub fn new(mode: Mode) -> Self {
         EncodeOptions {
             mode,
@@ -67,6 +81,8 @@ impl EncodeOptions<'_> {
             threads: 0,
             progress: None,
             memory: DEFAULT_MEMORY,
+            base: None,
+            dedup: true,
         }
     }
 
@@ -94,6 +110,8 @@ impl std::fmt::Debug for EncodeOptions<'_> {
             .field("threads", &self.threads)
             .field("progress", &self.progress.map(|_| "callback"))
             .field("memory", &self.memory)
+            .field("base", &self.base.map(Base::name))
+            .field("dedup", &self.dedup)
             .finish()
     }
 }
@@ -114,6 +132,11 @@ pub struct EncodeReport {
     pub generic_reason: Option<HeaderError>,
     /// MD5 of the input, when it was recorded.
     pub md5: Option<[u8; 16]>,
+    /// Tensors paired with a tensor of the base ([`EncodeOptions::base`]), coded against it
+    /// block by block where that is smaller.
+    pub based_tensors: usize,
+    /// Tensors stored as a reference to an earlier, identical one ([`EncodeOptions::dedup`]).
+    pub repeated_tensors: usize,
 }
 
 // Every header the probe accepts must fit the container's kept-header limit.
@@ -156,18 +179,17 @@ struct InputReader {
     done: bool,
 }
 
-/// A block read from the input: how to split it, where its elements lie in rows, and its bytes.
-type ReadBlock = (Transform, Option<TensorRows>, Vec<u8>);
-
-/// A [`ReadBlock`] whose bytes are shared with the MD5 thread.
-type RawBlock = (Transform, Option<TensorRows>, Arc<Vec<u8>>);
+/// A block read from the input: its offset in the input, how to split it, where its elements
+/// lie in rows, whether it is coded against base bytes, and its bytes (shared with the MD5
+/// thread).
+type RawBlock<B> = (u64, Transform, Option<TensorRows>, bool, B);
 
 impl InputReader {
     fn read(
         &mut self,
         source: &mut impl Read,
         buffers: &Pool<Vec<u8>>,
-    ) -> Result<Option<ReadBlock>> {
+    ) -> Result<Option<RawBlock<Vec<u8>>>> {
         while !self.done {
             let Some(spec) = self.planner.next() else {
                 self.done = true;
@@ -185,7 +207,7 @@ impl InputReader {
                 self.done = true;
             }
             if got > 0 {
-                return Ok(Some((transform, spec.rows, buf)));
+                return Ok(Some((spec.offset, transform, spec.rows, spec.based, buf)));
             }
         }
         Ok(None)
@@ -246,7 +268,34 @@ pub fn encode<R: Read + Send, W: Write + Send>(
     output: W,
     opts: &EncodeOptions,
 ) -> Result<EncodeReport> {
-    on_threads(opts.threads, || encode_here(input, output, opts))
+    on_threads(opts.threads, || encode_here(input, output, opts, None))
+}
+
+/// Compresses the file `file` (read from its start, whatever its cursor) into an archive on
+/// `output`: [`encode`] with the random access that finding repeated tensors needs
+/// ([`EncodeOptions::dedup`]). Anything but a regular file is read as a stream from its
+/// cursor.
+pub fn encode_file<W: Write + Send>(
+    file: &File,
+    output: W,
+    opts: &EncodeOptions,
+) -> Result<EncodeReport> {
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        let opts = EncodeOptions {
+            dedup: false,
+            ..*opts
+        };
+        return encode(std::io::BufReader::with_capacity(64 << 10, file), output, &opts);
+    }
+    let opts = EncodeOptions {
+        input_len: Some(meta.len()),
+        ..*opts
+    };
+    let input = crate::read::At::new(file)?;
+    on_threads(opts.threads, || {
+        encode_here(std::io::BufReader::with_capacity(64 << 10, input), output, &opts, Some(file))
+    })
 }
 
 /// Compresses `input` into a new archive in memory.
@@ -264,23 +313,95 @@ pub fn encode_to_vec(input: &[u8], opts: &EncodeOptions) -> Result<Vec<u8>> {
         ..*opts
     };
     let mut archive = Vec::with_capacity(input.len() / 4 * 3);
-    encode(input, &mut archive, &opts)?;
+    on_threads(opts.threads, || {
+        encode_here(input, &mut archive, &opts, Some(&input))
+    })?;
     Ok(archive)
 }
 
-/// [`encode`] on the current thread pool.
+/// The references of the input whose tensors `header` describes (data from `prefix_len`): its
+/// tensors repeating earlier ones, found through `at` when `dedup` asks for it, and the
+/// others' namesakes in `base` of the same dtype and shape, with their digests. `None` when
+/// there are none.
+fn references(
+    header: &Header,
+    prefix_len: u64,
+    base: Option<&Base>,
+    at: Option<&dyn ReadAt>,
+) -> Result<Option<References>> {
+    let tensors = &header.tensors;
+    let mut sources: Vec<Option<Source>> = vec![None; tensors.len()];
+    if let Some(at) = at {
+        for (repeat, first) in dedup::find(tensors, prefix_len, at)? {
+            sources[repeat] = Some(Source::Tensor(tensors[first].name.clone()));
+        }
+    }
+    let mut base_name = String::new();
+    if let Some(base) = base {
+        let paired: Vec<usize> = (0..tensors.len())
+            .filter(|&i| {
+                let t = &tensors[i];
+                let same = |b: &crate::TensorInfo| b.dtype_name == t.dtype_name && b.shape == t.shape;
+                sources[i].is_none() && !t.is_empty() && base.tensor(&t.name).is_some_and(same)
+            })
+            .collect();
+        let names: Vec<&str> = paired.iter().map(|&i| tensors[i].name.as_str()).collect();
+        let digests = base.digests(&names)?;
+        for (&i, digest) in paired.iter().zip(digests) {
+            let len = tensors[i].len();
+            sources[i] = Some(Source::Base { len, digest });
+        }
+        if !paired.is_empty() {
+            base_name = base.name().to_string();
+        }
+    }
+    let entries: Vec<Reference> = tensors
+        .iter()
+        .zip(sources)
+        .filter_map(|(t, s)| {
+            Some(Reference {
+                tensor: t.name.clone(),
+                source: s?,
+            })
+        })
+        .collect();
+    let refs = References { base_name, entries };
+    Ok((!refs.entries.is_empty() && refs.fits()).then_some(refs))
+}
+
+/// [`encode`] on the current thread pool; `at` gives random access to the input (a file or
+/// a buffer), for finding repeated tensors.
 fn encode_here<R: Read + Send, W: Write + Send>(
     mut input: R,
     mut output: W,
     opts: &EncodeOptions,
+    at: Option<&dyn ReadAt>,
 ) -> Result<EncodeReport> {
     check_block_size(opts.block_size).map_err(Error::InvalidArgument)?;
-    let budget = Budget::new(opts.memory, opts.block_size, 0)?;
     let (header, consumed, generic_reason) = probe(&mut input, opts.input_len)?;
     let (kind, prefix, pending) = match &header {
         Some(_) => (Kind::Safetensors, consumed, Vec::new()),
         None => (Kind::Generic, Vec::new(), consumed),
     };
+    let at = at.filter(|_| opts.dedup);
+    let refs = match &header {
+        Some(h) => references(h, prefix.len() as u64, opts.base, at)?,
+        None => None,
+    };
+    let spans = Spans::new(
+        refs.as_ref(),
+        header.as_ref().map_or(&[], |h| &h.tensors),
+        prefix.len() as u64,
+    );
+    let (based_tensors, repeated_tensors) = refs.as_ref().map_or((0, 0), |r| {
+        let based = r
+            .entries
+            .iter()
+            .filter(|e| matches!(e.source, Source::Base { .. }))
+            .count();
+        (based, r.entries.len() - based)
+    });
+    let budget = Budget::new(opts.memory, opts.block_size, 0, refs.is_some())?;
     let file_header = FileHeader {
         version: VERSION,
         mode: opts.mode,
@@ -288,17 +409,24 @@ fn encode_here<R: Read + Send, W: Write + Send>(
         block_size: opts.block_size,
         prefix,
         md5: opts.md5,
+        refs,
     };
     file_header.write(&mut output)?;
     let (pools, digest) = budget.start(opts.md5, &file_header.prefix)?;
     let mut source = std::io::Cursor::new(pending).chain(input);
     let mut reader = InputReader {
-        planner: Planner::new(
+        planner: Planner::with_refs(
             header.as_ref(),
             file_header.prefix.len() as u64,
             opts.block_size,
+            &spans,
         ),
         done: false,
+    };
+    let input_at = at.map(Input);
+    let own: &dyn OwnBytes = match &input_at {
+        Some(at) => at,
+        None => &NoOwn,
     };
     let mut writer = ArchiveWriter {
         head: Vec::new(),
@@ -316,21 +444,28 @@ fn encode_here<R: Read + Send, W: Write + Send>(
                 d.wait_behind(budget.md5_behind);
             }
             let block = reader.read(&mut source, &pools.blocks)?;
-            Ok(block.map(|(t, rows, raw)| {
+            Ok(block.map(|(offset, t, rows, based, raw)| {
                 let raw = Arc::new(raw);
                 if let Some(d) = &digest {
                     d.push(raw.clone());
                 }
-                (t, rows, raw)
+                (offset, t, rows, based, raw)
             }))
         },
-        &|(t, rows, raw): RawBlock| {
+        &|(offset, t, rows, based, raw): RawBlock<Arc<Vec<u8>>>| {
+            let mut base = based.then(|| pools.blocks.buffer(raw.len()));
+            if let Some(b) = &mut base {
+                spans.fill(offset, b, opts.base, own)?;
+            }
             let mut scratch = pools.scratch.guard();
-            let record = code_block(&raw, t, rows, mode, &mut scratch);
-            (raw, scratch, record)
+            let record = code_block(&raw, base.as_deref(), t, rows, mode, &mut scratch);
+            if let Some(b) = base {
+                pools.blocks.give(b);
+            }
+            Ok((raw, scratch, record))
         },
-        &mut |coded| {
-            writer.write(&mut output, coded, &pools)?;
+        &mut |coded: Result<Coded>| {
+            writer.write(&mut output, coded?, &pools)?;
             if let Some(progress) = opts.progress {
                 progress(writer.raw_pos);
             }
@@ -362,5 +497,7 @@ fn encode_here<R: Read + Send, W: Write + Send>(
         kind,
         generic_reason,
         md5: opts.md5.then_some(footer.md5),
+        based_tensors,
+        repeated_tensors,
     })
 }

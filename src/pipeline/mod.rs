@@ -4,11 +4,13 @@
 
 pub mod block;
 pub mod decode;
+pub mod dedup;
 pub mod digest;
 pub mod encode;
 mod mapped;
 pub mod plan;
 pub mod pool;
+pub mod refs;
 
 use std::collections::VecDeque;
 use std::sync::mpsc::{channel, Receiver};
@@ -45,6 +47,10 @@ fn fixed_memory() -> u64 {
 /// joint keys 1), or its payload (2), decoded bytes (2) and scratch (planes 2, keys 1).
 const UNIT_HALF_BLOCKS: u64 = 7;
 
+/// Half-blocks a block in flight holds besides, in an archive with references (a fine-tune
+/// coded against its base, repeated tensors): its base bytes (2).
+const BASE_HALF_BLOCKS: u64 = 2;
+
 /// The smallest memory budget that takes blocks of `block_size` bytes on the current rayon
 /// pool: one block in flight (about 3.5 block sizes of buffers), and what a run needs besides
 /// (24 MiB, and 128 KiB per worker thread).
@@ -67,13 +73,20 @@ pub(crate) struct Budget {
 
 impl Budget {
     /// The budget for blocks of `block_size` bytes within `memory` bytes, with room for
-    /// `extra_blocks` more blocks held aside (random access keeps its last block). Fails when
-    /// not even one block in flight fits.
-    pub(crate) fn new(memory: u64, block_size: u32, extra_blocks: u64) -> crate::Result<Budget> {
+    /// `extra_blocks` more blocks held aside (random access keeps its last block). With `refs`
+    /// (an archive of a fine-tune coded against its base, or with repeated tensors) each block
+    /// in flight also holds its base bytes. Fails when not even one block in flight fits.
+    pub(crate) fn new(
+        memory: u64,
+        block_size: u32,
+        extra_blocks: u64,
+        refs: bool,
+    ) -> crate::Result<Budget> {
         let block = block_size as u64;
-        let unit = UNIT_HALF_BLOCKS * block / 2;
+        let half_blocks = UNIT_HALF_BLOCKS + if refs { BASE_HALF_BLOCKS } else { 0 };
+        let unit = half_blocks * block / 2;
         let fixed = fixed_memory() + extra_blocks * block;
-        let need = memory_needed(block_size) + extra_blocks * block;
+        let need = fixed + unit;
         if memory < need {
             return Err(crate::Error::InvalidArgument(format!(
                 "a memory budget of {} MiB is too small for blocks of {} bytes: one block in \

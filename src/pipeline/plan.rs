@@ -4,8 +4,11 @@
 //! they fit whole, so runs of small tensors (norms, biases) do not each pay block framing, and a
 //! region that does not fit starts a fresh block, so a tensor spans `ceil(len / block_size)`
 //! blocks at most plus one. A region of `SHARE_LIMIT` (16 KiB) or more does not join a block that
-//! already holds that much, so two such regions never share a block.
+//! already holds that much, so two such regions never share a block. Tensors coded against a
+//! base, tensors coded against an earlier tensor and everything else never share a block
+//! either, so a block is coded against its base bytes all through, or not at all.
 
+use super::refs::{From, Spans};
 use crate::safetensors::{Dtype, Header};
 use crate::transform::Transform;
 
@@ -26,6 +29,8 @@ pub struct BlockSpec {
     pub transform: Transform,
     /// The rows of the tensor with the most bytes in the block, if the block holds tensors.
     pub rows: Option<TensorRows>,
+    /// Whether the block holds referenced tensors, to be coded against their base bytes.
+    pub based: bool,
 }
 
 /// Where the elements of a block lie in the rows of the tensor that fills most of it, for the
@@ -52,6 +57,14 @@ impl TensorRows {
     }
 }
 
+/// What a region's bytes are coded against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Against {
+    Nothing,
+    Base,
+    Earlier,
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Region {
     start: u64,
@@ -61,6 +74,8 @@ struct Region {
     /// Row lengths of the region's tensor ([`TensorRows::lens`]); `None` for bytes outside
     /// tensors.
     rows: Option<[u64; 2]>,
+    /// What the region's bytes are coded against.
+    against: Against,
 }
 
 /// Transform planned for a tensor of `dtype`: floats get exponent-aligned planes, integers
@@ -92,8 +107,19 @@ pub struct Planner {
 impl Planner {
     /// Plans blocks for a file whose tensors are described by `header` (none: generic input).
     pub fn new(header: Option<&Header>, prefix_len: u64, block_size: u32) -> Planner {
+        Planner::with_refs(header, prefix_len, block_size, &Spans::default())
+    }
+
+    /// Plans blocks for a file whose referenced tensors are `spans`.
+    pub fn with_refs(
+        header: Option<&Header>,
+        prefix_len: u64,
+        block_size: u32,
+        spans: &Spans,
+    ) -> Planner {
         let mut regions = Vec::new();
         let mut pos = prefix_len;
+        let mut refs = spans.spans().iter().peekable();
         for t in header.map(|h| h.tensors.as_slice()).unwrap_or(&[]) {
             let (start, end) = (prefix_len + t.begin, prefix_len + t.end);
             if start > pos {
@@ -102,8 +128,15 @@ impl Planner {
                     end: Some(start),
                     transform: Transform::Bytes,
                     rows: None,
+                    against: Against::Nothing,
                 });
             }
+            while refs.next_if(|s| s.range.start < start).is_some() {}
+            let against = match refs.next_if(|s| s.range == (start..end)) {
+                Some(s) if matches!(s.from, From::Base { .. }) => Against::Base,
+                Some(_) => Against::Earlier,
+                None => Against::Nothing,
+            };
             if end > start {
                 let transform = transform_for(t.dtype);
                 let elements = (end - start) / transform.width() as u64;
@@ -112,6 +145,7 @@ impl Planner {
                     end: Some(end),
                     transform,
                     rows: Some(TensorRows::lens(&t.shape, elements)),
+                    against,
                 });
             }
             pos = pos.max(end);
@@ -121,6 +155,7 @@ impl Planner {
             end: None,
             transform: Transform::Bytes,
             rows: None,
+            against: Against::Nothing,
         });
         Planner {
             pos: prefix_len,
@@ -138,6 +173,7 @@ impl Iterator for Planner {
         let mut block: Option<BlockSpec> = None;
         // Bytes of the region the block's rows come from.
         let mut largest = 0;
+        let mut against = Against::Nothing;
         while let Some(region) = self.regions.get(self.next_region).copied() {
             let left = region
                 .end
@@ -157,8 +193,10 @@ impl Iterator for Planner {
                         len: take,
                         transform: region.transform,
                         rows: region.rows.map(|lens| TensorRows { lens, first: into }),
+                        based: region.against != Against::Nothing,
                     });
                     largest = take;
+                    against = region.against;
                     self.pos += take;
                     if take < left {
                         break;
@@ -166,6 +204,7 @@ impl Iterator for Planner {
                 }
                 Some(b)
                     if b.transform == region.transform
+                        && against == region.against
                         && left <= cap - b.len
                         && (left < SHARE_LIMIT || b.len < SHARE_LIMIT) =>
                 {

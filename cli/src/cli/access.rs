@@ -36,16 +36,22 @@ pub(super) struct ExtractArgs {
     #[command(flatten)]
     out: OutputArgs,
     #[command(flatten)]
+    base: super::base::BaseArg,
+    #[command(flatten)]
     pub(super) common: Common,
 }
 
-/// Opens `path` for random access; it must be a safetensors archive.
-fn open(path: &Path) -> Result<Archive<File>> {
+/// Opens `path` for random access, against `base` if given; it must be a safetensors archive.
+fn open(path: &Path, base: Option<sc::Base>) -> Result<Archive<File>> {
     if is_stdio(path) {
         bail!("reading tensors needs a seekable archive file, not stdin");
     }
     let f = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let archive = Archive::open(f).with_context(|| format!("reading {}", path.display()))?;
+    let archive = match base {
+        Some(base) => Archive::open_with_base(f, base),
+        None => Archive::open(f),
+    }
+    .with_context(|| format!("reading {}", path.display()))?;
     if archive.kind() != Kind::Safetensors {
         bail!(
             "{} holds a generic file, not safetensors: it has no tensors (use sc decode)",
@@ -121,7 +127,7 @@ fn list_json(path: &Path, archive: &Archive<File>, sizes: &StoredBytes) -> Resul
 }
 
 pub(super) fn list(a: &ListArgs) -> Result<()> {
-    let archive = open(&a.input)?;
+    let archive = open(&a.input, None)?;
     let sizes = archive.stored_bytes();
     if a.json {
         return list_json(&a.input, &archive, &sizes);
@@ -231,7 +237,8 @@ pub(super) fn extract(a: &ExtractArgs) -> Result<()> {
 }
 
 fn extract_on_pool(a: &ExtractArgs) -> Result<()> {
-    let mut archive = open(&a.input)?;
+    let base = a.base.open(Some(&a.input))?;
+    let mut archive = open(&a.input, base)?;
     archive
         .set_memory(super::memory(&a.common))
         .with_context(|| format!("reading {}", a.input.display()))?;
@@ -264,12 +271,16 @@ fn extract_on_pool(a: &ExtractArgs) -> Result<()> {
         let written = if a.raw {
             let mut n = 0;
             for name in &names {
-                archive.read_tensor_to(name, out)?;
+                archive
+                    .read_tensor_to(name, out)
+                    .map_err(super::base::hint)?;
                 n += archive.tensor(name).map_or(0, |t| t.end - t.begin);
             }
             n
         } else {
-            archive.write_safetensors(&names, out)?
+            archive
+                .write_safetensors(&names, out)
+                .map_err(super::base::hint)?
         };
         Ok(written)
     })

@@ -456,8 +456,10 @@ fn label(inputs: &[PathBuf]) -> String {
 /// `sc encode INPUT...` with a folder or several inputs: every `*.safetensors` file below a
 /// folder gets an archive (beside it, or in the mirrored `-o` folder, where all other files are
 /// copied), and every file named gets one (beside it, or in the `-o` folder); a name already
-/// ending in `.sc` is skipped with a warning unless `-f`.
-pub fn encode(a: &EncodeArgs) -> Result<()> {
+/// ending in `.sc` is skipped with a warning unless `-f`. With `base` (a file, an archive or a
+/// folder of shards), each file's tensors are coded against their namesakes in it, whatever
+/// shard holds them.
+pub fn encode(a: &EncodeArgs, base: Option<&sc::Base>) -> Result<()> {
     let naming = Naming {
         found: |rel: &Path| {
             let is_st = rel.extension().is_some_and(|e| e == "safetensors");
@@ -479,7 +481,7 @@ pub fn encode(a: &EncodeArgs) -> Result<()> {
         |_| a.block_size,
         |job, memory, progress| {
             let started = Instant::now();
-            let r = encode_one(&job.src, Some(&job.dest), a, memory, progress)?;
+            let r = encode_one(&job.src, Some(&job.dest), a, memory, base, progress)?;
             if talk.verbose() {
                 note(format_args!(
                     "{}",
@@ -495,8 +497,9 @@ pub fn encode(a: &EncodeArgs) -> Result<()> {
 
 /// `sc decode INPUT...` with a folder or several inputs: every `*.sc` archive below a folder
 /// is restored (beside it, or in the mirrored `-o` folder, where all other files are copied),
-/// and every archive named (beside it, or in the `-o` folder).
-pub fn decode(a: &DecodeArgs) -> Result<()> {
+/// and every archive named (beside it, or in the `-o` folder), with `base` for those coded
+/// against one.
+pub fn decode(a: &DecodeArgs, base: Option<&sc::Base>) -> Result<()> {
     let naming = Naming {
         found: original_name,
         given: |p: &Path| match original_name(p) {
@@ -522,7 +525,7 @@ pub fn decode(a: &DecodeArgs) -> Result<()> {
                 .verbose()
                 .then(|| super::inspect_file(&job.src))
                 .flatten();
-            let r = decode_one(&job.src, Some(&job.dest), a, memory, progress)?;
+            let r = decode_one(&job.src, Some(&job.dest), a, memory, base, progress)?;
             if talk.verbose() {
                 let line = super::decoded_line(&job.src, &r, started);
                 note(format_args!("{}", super::details(line, archive, started)));

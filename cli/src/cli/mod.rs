@@ -1,6 +1,7 @@
 //! The `sc` command line: argument parsing and the thin glue between files and the library.
 
 mod access;
+mod base;
 mod collide;
 mod docs;
 mod folder;
@@ -250,6 +251,8 @@ struct EncodeArgs {
     #[arg(short, long, conflicts_with = "rm")]
     keep: bool,
     #[command(flatten)]
+    base: base::BaseArg,
+    #[command(flatten)]
     common: Common,
 }
 
@@ -287,6 +290,8 @@ struct DecodeArgs {
     #[command(flatten)]
     out: OutputArgs,
     #[command(flatten)]
+    base: base::BaseArg,
+    #[command(flatten)]
     common: Common,
 }
 
@@ -296,6 +301,8 @@ struct VerifyArgs {
     /// path that is not an archive is the original file, whose MD5 must equal the archive's
     #[arg(required = true, value_name = "PATH")]
     paths: Vec<PathBuf>,
+    #[command(flatten)]
+    base: base::BaseArg,
     #[command(flatten)]
     common: Common,
 }
@@ -384,6 +391,12 @@ fn open_file(path: &Path) -> Result<(File, Metadata)> {
     Ok((f, meta))
 }
 
+/// An input to encode: a file, read with random access, or a stream (stdin).
+enum Input {
+    File(File),
+    Stream(Box<dyn Read + Send>),
+}
+
 /// The length of a regular file's metadata.
 fn regular_len(meta: Option<&Metadata>) -> Option<u64> {
     meta.filter(|m| m.is_file()).map(Metadata::len)
@@ -424,19 +437,22 @@ impl ArchiveInput {
         out: W,
         check_md5: bool,
         memory: u64,
+        base: Option<&sc::Base>,
         progress: &(dyn Fn(u64) + Sync),
-    ) -> sc::Result<sc::DecodeReport> {
+    ) -> Result<sc::DecodeReport> {
         let opts = DecodeOptions {
             check_md5,
             archive_len: self.len(),
             progress: Some(progress),
             memory,
+            base,
             ..Default::default()
         };
         match self {
             ArchiveInput::File(f, _) => sc::decode_file(&f, out, &opts),
             ArchiveInput::Stream(r) => sc::decode(r, out, &opts),
         }
+        .map_err(base::hint)
     }
 }
 
@@ -519,9 +535,10 @@ fn write_with<T>(
 }
 
 fn encode(a: &EncodeArgs) -> Result<()> {
+    let base = a.base.open(None)?;
     let input = match a.inputs.as_slice() {
         [one] if !folder::is_dir(one) => one,
-        _ => return folder::encode(a),
+        _ => return folder::encode(a, base.as_ref()),
     };
     if let Some(why) = already_archive(input, a.out.force) {
         bail!("{why}");
@@ -529,9 +546,14 @@ fn encode(a: &EncodeArgs) -> Result<()> {
     let dest = destination(input, &a.out, |p| Ok(folder::archive_name(p)))?;
     let bar = progress_bar(input_len(input), a.common.talk.quiet);
     let start = Instant::now();
-    let report = encode_one(input, dest.as_deref(), a, memory(&a.common), &|n| {
-        bar.set_position(n)
-    })?;
+    let report = encode_one(
+        input,
+        dest.as_deref(),
+        a,
+        memory(&a.common),
+        base.as_ref(),
+        &|n| bar.set_position(n),
+    )?;
     bar.finish_and_clear();
     match a.common.talk {
         t if t.verbose() => note(format_args!(
@@ -562,8 +584,9 @@ fn encoded_line(input: &Path, a: &EncodeArgs, r: &sc::EncodeReport, start: Insta
         (Kind::Generic, Some(why)) => format!(" [not safetensors: {why}; generic path]"),
         (Kind::Generic, None) => " [generic path]".into(),
     };
+    let refs = base::summary(r.based_tensors, r.repeated_tensors, a.base.base.as_deref());
     format!(
-        "{}: {} -> {} bytes ({:.2}%), {}, {:.0} MB/s{how}",
+        "{}: {} -> {} bytes ({:.2}%), {}, {:.0} MB/s{refs}{how}",
         name(input),
         r.original_len,
         r.archive_len,
@@ -649,30 +672,39 @@ fn input_len(path: &Path) -> Option<u64> {
     }
 }
 
-/// Encodes `input` into `dest` (`None`: stdout) with `a`'s settings and `memory` bytes for
-/// blocks, then handles `--rm`.
+/// Encodes `input` into `dest` (`None`: stdout) with `a`'s settings, `memory` bytes for blocks
+/// and against `base` if given, then handles `--rm`.
 fn encode_one(
     input: &Path,
     dest: Option<&Path>,
     a: &EncodeArgs,
     memory: u64,
+    base: Option<&sc::Base>,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<sc::EncodeReport> {
     if a.rm {
         remove::check(input, dest)?;
     }
-    let (reader, meta) = open_input(input)?;
+    // A file is read with random access, which finding repeated tensors needs.
+    let (source, meta) = match is_stdio(input) {
+        true => (Input::Stream(open_input(input)?.0), None),
+        false => open_file(input).map(|(f, m)| (Input::File(f), Some(m)))?,
+    };
     let opts = EncodeOptions {
         block_size: a.block_size,
         md5: a.rm || a.md5 || (!a.no_md5 && EncodeOptions::new(a.mode()).md5),
-        input_len: regular_len(meta.as_ref()),
         progress: Some(progress),
         memory,
+        base,
         ..EncodeOptions::new(a.mode())
     };
     let settings = a.out.settings(meta.as_ref(), a.rm);
     let (report, written) = write_with(dest, &settings, |out| {
-        sc::encode(reader, out, &opts).with_context(|| format!("encoding {}", name(input)))
+        match source {
+            Input::File(f) => sc::encode_file(&f, out, &opts),
+            Input::Stream(r) => sc::encode(r, out, &opts),
+        }
+        .with_context(|| format!("encoding {}", name(input)))
     })?;
     if a.rm {
         let (dest, id, meta) = remove::written(input, dest, written, meta.as_ref())?;
@@ -681,7 +713,7 @@ fn encode_one(
         let f = remove::reopen(dest, id).with_context(verifying)?;
         let m = f.metadata().with_context(verifying)?;
         let back = ArchiveInput::File(f, m)
-            .decode(io::sink(), true, memory, &|_| {})
+            .decode(io::sink(), true, memory, base, &|_| {})
             .with_context(verifying)?;
         let verified = back.md5.is_some() && back.md5 == report.md5;
         let read = remove::Snapshot::of(meta);
@@ -693,8 +725,9 @@ fn encode_one(
 fn decode(a: &DecodeArgs) -> Result<()> {
     let input = match a.inputs.as_slice() {
         [one] if !folder::is_dir(one) => one,
-        _ => return folder::decode(a),
+        _ => return folder::decode(a, a.base.open(None)?.as_ref()),
     };
+    let base = a.base.open(Some(input))?;
     let dest = destination(input, &a.out, |p| match folder::original_name(p) {
         Some(o) => Ok(o),
         None => bail!(
@@ -706,9 +739,14 @@ fn decode(a: &DecodeArgs) -> Result<()> {
     let archive = talk.verbose().then(|| inspect_file(input)).flatten();
     let bar = progress_bar(input_len(input), talk.quiet);
     let start = Instant::now();
-    let report = decode_one(input, dest.as_deref(), a, memory(&a.common), &|n| {
-        bar.set_position(n)
-    })?;
+    let report = decode_one(
+        input,
+        dest.as_deref(),
+        a,
+        memory(&a.common),
+        base.as_ref(),
+        &|n| bar.set_position(n),
+    )?;
     bar.finish_and_clear();
     if !talk.quiet {
         let line = decoded_line(input, &report, start);
@@ -736,13 +774,14 @@ fn decoded_line(input: &Path, r: &sc::DecodeReport, start: Instant) -> String {
     )
 }
 
-/// Decodes `input` into `dest` (`None`: stdout) with `a`'s settings and `memory` bytes for
-/// blocks, then handles `--rm`.
+/// Decodes `input` into `dest` (`None`: stdout) with `a`'s settings, `memory` bytes for blocks
+/// and `base` for an archive coded against one, then handles `--rm`.
 fn decode_one(
     input: &Path,
     dest: Option<&Path>,
     a: &DecodeArgs,
     memory: u64,
+    base: Option<&sc::Base>,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<sc::DecodeReport> {
     if a.rm {
@@ -753,7 +792,7 @@ fn decode_one(
     let settings = a.out.settings(meta.as_ref(), a.rm);
     let (report, written) = write_with(dest, &settings, |out| {
         archive
-            .decode(out, a.md5 || a.rm, memory, progress)
+            .decode(out, a.md5 || a.rm, memory, base, progress)
             .with_context(|| format!("decoding {}", name(input)))
     })?;
     if a.rm {
@@ -790,28 +829,42 @@ fn md5_of(mut input: impl Read, path: &Path) -> Result<[u8; 16]> {
 
 fn verify(a: &VerifyArgs) -> Result<()> {
     let file = |p: &Path| !p.is_dir();
+    let first = a.paths.first().filter(|p| file(p));
+    let base = a.base.open(first.map(PathBuf::as_path))?;
+    let base = base.as_ref();
     match &a.paths[..] {
-        [one] if file(one) => verify_one(one, None, &a.common),
+        [one] if file(one) => verify_one(one, None, base, &a.common),
         [archive, original] if file(archive) && file(original) && !verify::is_archive(original) => {
-            verify_one(archive, Some(original), &a.common)
+            verify_one(archive, Some(original), base, &a.common)
         }
-        paths => verify::many(paths, &a.common),
+        paths => verify::many(paths, base, &a.common),
     }
 }
 
-/// Decodes the archive `input` without writing it, checking every block and computing the MD5
-/// (compared with the recorded one, if any).
-fn check_archive(input: &Path, common: &Common) -> Result<sc::DecodeReport> {
+/// Decodes the archive `input` (against `base`) without writing it, checking every block and
+/// computing the MD5 (compared with the recorded one, if any).
+fn check_archive(
+    input: &Path,
+    base: Option<&sc::Base>,
+    common: &Common,
+) -> Result<sc::DecodeReport> {
     let archive = ArchiveInput::open(input)?;
     let bar = progress_bar(archive.len(), common.talk.quiet);
-    let report = archive.decode(io::sink(), true, memory(common), &|n| bar.set_position(n));
+    let report = archive.decode(io::sink(), true, memory(common), base, &|n| {
+        bar.set_position(n)
+    });
     bar.finish_and_clear();
-    Ok(report?)
+    report
 }
 
-fn verify_one(input: &Path, original: Option<&Path>, common: &Common) -> Result<()> {
+fn verify_one(
+    input: &Path,
+    original: Option<&Path>,
+    base: Option<&sc::Base>,
+    common: &Common,
+) -> Result<()> {
     let (report, orig_md5) = rayon::join(
-        || check_archive(input, common).with_context(|| format!("verifying {}", name(input))),
+        || check_archive(input, base, common).with_context(|| format!("verifying {}", name(input))),
         || original.map(md5_of_file).transpose(),
     );
     let report = report?;

@@ -57,8 +57,9 @@ pub fn md5_text(r: &sc::DecodeReport) -> String {
     }
 }
 
-/// Verifies every archive in `paths`; fails at the end if any did not verify.
-pub fn many(paths: &[PathBuf], common: &Common) -> Result<()> {
+/// Verifies every archive in `paths` (against `base`, for those coded against one); fails at
+/// the end if any did not verify.
+pub fn many(paths: &[PathBuf], base: Option<&sc::Base>, common: &Common) -> Result<()> {
     let quiet = common.talk.quiet;
     let files = collect(paths)?;
     if files.is_empty() {
@@ -69,7 +70,7 @@ pub fn many(paths: &[PathBuf], common: &Common) -> Result<()> {
     for f in &files {
         // Names found in directories are printed escaped, like any text from a file.
         let shown = printable(&f.to_string_lossy()).into_owned();
-        match check_archive(f, common) {
+        match check_archive(f, base, common) {
             Ok(r) => {
                 bytes += r.original_len;
                 if !quiet {

@@ -1,0 +1,354 @@
+//! A base checkpoint: the tensors a fine-tune is coded against ([`Base`]).
+//!
+//! A base is read tensor by tensor, range by range, never loaded whole: from a safetensors file
+//! by positioned reads, from an `.sc` archive through its index (decoding only the blocks a
+//! range needs), from a folder of shards by tensor name, whatever the shard layout.
+
+use crate::archive::Archive;
+use crate::error::{Error, Result};
+use crate::read::{At, ReadAt};
+use crate::safetensors::{json_len, Header, TensorInfo, MAX_HEADER_LEN};
+use rayon::prelude::*;
+use std::collections::HashMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// Bytes hashed at a time when a base tensor's digest is computed.
+const DIGEST_CHUNK: usize = 4 << 20;
+
+/// A base checkpoint that fine-tunes are coded against: a safetensors file, an `.sc` archive of
+/// one, or a folder of them (a sharded checkpoint, tensors found by name in any shard).
+///
+/// Give it to [`crate::EncodeOptions::base`] to code a fine-tune against it, and to
+/// [`crate::DecodeOptions::base`] or [`crate::Archive::open_with_base`] to restore one. Each base
+/// tensor an archive uses is identified by its name, its length and the XXH3-128 of its bytes,
+/// so any file holding the same tensors serves (re-sharded, converted to an archive); a base
+/// whose tensor differs is refused with [`Error::BaseMismatch`]. Cloning is cheap (a shared
+/// handle); digests, once computed, are kept for the clones too.
+///
+/// ```no_run
+/// let base = sc::Base::open("base.safetensors")?;
+/// let opts = sc::EncodeOptions { base: Some(&base), ..Default::default() };
+/// let tune = std::fs::read("tune.safetensors")?;
+/// let archive = sc::encode_to_vec(&tune, &opts)?;
+/// let opts = sc::DecodeOptions { base: Some(&base), ..Default::default() };
+/// assert_eq!(sc::decode_to_vec(&archive, &opts)?, tune);
+/// # Ok::<(), sc::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Base {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    name: String,
+    shards: Vec<Shard>,
+    /// Every tensor by name: its shard, its header entry, and where its bytes start (the file
+    /// offset for a safetensors shard, the original file's offset for an archive).
+    tensors: HashMap<String, (usize, TensorInfo, u64)>,
+    digests: Mutex<HashMap<String, u128>>,
+}
+
+/// One file of a base.
+enum Shard {
+    Safetensors(File),
+    Archive {
+        file: Arc<File>,
+        /// Opened archives not in use: one per thread reading at once.
+        idle: Mutex<Vec<Archive<At<Arc<File>>>>>,
+    },
+}
+
+impl std::fmt::Debug for Base {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Base")
+            .field("name", &self.inner.name)
+            .field("shards", &self.inner.shards.len())
+            .field("tensors", &self.inner.tensors.len())
+            .finish()
+    }
+}
+
+fn bad(path: &Path, reason: impl Into<String>) -> Error {
+    Error::BadBase {
+        path: path.display().to_string(),
+        reason: reason.into(),
+    }
+}
+
+/// The files of a base folder: every `*.safetensors` and `*.sc` below it, sorted, following
+/// links to files (not to folders); an archive beside its original is left out.
+fn shard_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)?.collect::<std::io::Result<_>>()?;
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let path = e.path();
+        let name = e.file_name().to_string_lossy().into_owned();
+        if e.file_type()?.is_dir() {
+            shard_files(&path, out)?;
+        } else if name.ends_with(".safetensors") && path.is_file() {
+            out.push(path);
+        } else if let Some(original) = name.strip_suffix(".sc") {
+            if path.is_file() && !name.starts_with('.') && !dir.join(original).is_file() {
+                out.push(path);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Opens one file of a base: an archive (by its magic bytes) or a safetensors file. Returns
+/// the shard and its tensors with where their bytes start.
+fn open_shard(path: &Path) -> Result<(Shard, Vec<(TensorInfo, u64)>)> {
+    let file = File::open(path).map_err(|e| bad(path, e.to_string()))?;
+    let len = file.metadata()?.len();
+    let mut first = [0u8; 8];
+    let got = len.min(8) as usize;
+    file.read_exact_at(&mut first[..got], 0)?;
+    if first[..4] == crate::MAGIC {
+        let file = Arc::new(file);
+        let archive =
+            Archive::open(At::new(Arc::clone(&file))?).map_err(|e| bad(path, e.to_string()))?;
+        if let Some(needed) = archive.base_name() {
+            return Err(bad(
+                path,
+                format!("it is itself coded against the base {needed:?}; decode it first"),
+            ));
+        }
+        if archive.kind() != crate::Kind::Safetensors {
+            return Err(bad(path, "the archive holds no safetensors file"));
+        }
+        let tensors = archive
+            .tensors()
+            .iter()
+            .map(|t| (t.clone(), archive.tensor_range(t).start))
+            .collect();
+        let shard = Shard::Archive {
+            file,
+            idle: Mutex::new(vec![archive]),
+        };
+        return Ok((shard, tensors));
+    }
+    let n = json_len(&first);
+    if got < 8 || n > MAX_HEADER_LEN || n.saturating_add(8) > len {
+        return Err(bad(path, "not a safetensors file or an sc archive"));
+    }
+    let mut json = vec![0u8; n as usize];
+    file.read_exact_at(&mut json, 8)?;
+    let header = Header::parse(&json, Some(len - 8 - n))
+        .map_err(|e| bad(path, format!("not a valid safetensors file: {e}")))?;
+    let tensors = header
+        .tensors
+        .into_iter()
+        .map(|t| {
+            let start = 8 + n + t.begin;
+            (t, start)
+        })
+        .collect();
+    Ok((Shard::Safetensors(file), tensors))
+}
+
+/// The XXH3-128 of bytes `range` of `file`, hashed through memory maps of [`DIGEST_CHUNK`]
+/// bytes at a time, which saves copying them (each map is gone before the next, so residency
+/// stays at one). `None` where the file cannot be mapped.
+// Mapping a file is unsafe in Rust whatever the use; `pipeline::mapped` is the one other place
+// that does.
+#[allow(unsafe_code)]
+fn hash_mapped(file: &File, range: std::ops::Range<u64>) -> Option<u128> {
+    /// Maps start at multiples of this: a multiple of the page size on every platform.
+    const ALIGN: u64 = 64 << 10;
+    let mut h = twox_hash::XxHash3_128::new();
+    let mut at = range.start;
+    while at < range.end {
+        let start = at / ALIGN * ALIGN;
+        let len = (range.end - start).min(DIGEST_CHUNK as u64);
+        // SAFETY: the map is only read; as for every reader of mapped files, another process
+        // truncating the base while it is read can end this one with SIGBUS.
+        let map = unsafe {
+            memmap2::MmapOptions::new()
+                .offset(start)
+                .len(len as usize)
+                .populate()
+                .map(file)
+        };
+        h.write(&map.ok()?[(at - start) as usize..]);
+        at = start + len;
+    }
+    Some(h.finish_128())
+}
+
+impl Base {
+    /// Opens a base: a safetensors file, an `.sc` archive of one (which must not itself need
+    /// a base), or a folder, whose `*.safetensors` and `*.sc` files below it are its shards
+    /// (a tensor name in two shards is an error). Reads the headers (and archives' indexes)
+    /// only.
+    pub fn open(path: impl AsRef<Path>) -> Result<Base> {
+        let path = path.as_ref();
+        let meta = std::fs::metadata(path).map_err(|e| bad(path, e.to_string()))?;
+        let files = match meta.is_dir() {
+            true => {
+                let mut files = Vec::new();
+                shard_files(path, &mut files).map_err(|e| bad(path, e.to_string()))?;
+                if files.is_empty() {
+                    return Err(bad(
+                        path,
+                        "the folder holds no safetensors files or archives",
+                    ));
+                }
+                files
+            }
+            false => vec![path.to_path_buf()],
+        };
+        let mut shards = Vec::with_capacity(files.len());
+        let mut tensors: HashMap<String, (usize, TensorInfo, u64)> = HashMap::new();
+        for (k, f) in files.iter().enumerate() {
+            let (shard, found) = open_shard(f)?;
+            shards.push(shard);
+            for (t, start) in found {
+                if let Some((other, _, _)) = tensors.get(&t.name) {
+                    return Err(bad(
+                        path,
+                        format!(
+                            "tensor {:?} is in both {} and {}",
+                            t.name,
+                            files[*other].display(),
+                            f.display()
+                        ),
+                    ));
+                }
+                tensors.insert(t.name.clone(), (k, t, start));
+            }
+        }
+        let name = path.file_name().map_or_else(
+            || path.display().to_string(),
+            |n| n.to_string_lossy().into(),
+        );
+        Ok(Base {
+            inner: Arc::new(Inner {
+                name,
+                shards,
+                tensors,
+                digests: Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+
+    /// The base's file or folder name: what an archive coded against it records, and what
+    /// errors show.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The tensor called `name`, if the base has one.
+    pub fn tensor(&self, name: &str) -> Option<&TensorInfo> {
+        self.inner.tensors.get(name).map(|(_, t, _)| t)
+    }
+
+    /// Number of tensors.
+    pub fn len(&self) -> usize {
+        self.inner.tensors.len()
+    }
+
+    /// Whether the base has no tensors.
+    pub fn is_empty(&self) -> bool {
+        self.inner.tensors.is_empty()
+    }
+
+    /// Reads bytes `offset..offset + out.len()` of the tensor `name` into `out`.
+    pub(crate) fn read(&self, name: &str, offset: u64, out: &mut [u8]) -> Result<()> {
+        let Some((shard, t, start)) = self.inner.tensors.get(name) else {
+            return Err(Error::NoSuchTensor(name.to_string()));
+        };
+        let end = offset.checked_add(out.len() as u64);
+        if end.is_none_or(|e| e > t.len()) {
+            return Err(Error::InvalidArgument(format!(
+                "bytes past the end of base tensor {name:?}"
+            )));
+        }
+        let at = start + offset;
+        match &self.inner.shards[*shard] {
+            Shard::Safetensors(file) => Ok(file.read_exact_at(out, at)?),
+            Shard::Archive { file, idle } => {
+                let free = idle.lock().ok().and_then(|mut v| v.pop());
+                let mut archive = match free {
+                    Some(a) => a,
+                    None => Archive::open(At::new(Arc::clone(file))?)?,
+                };
+                let read = archive.read_range_into(at..at + out.len() as u64, out);
+                if let Ok(mut v) = idle.lock() {
+                    v.push(archive);
+                }
+                read
+            }
+        }
+    }
+
+    /// The XXH3-128 of the tensor `name`'s bytes, computed once and kept.
+    pub(crate) fn digest(&self, name: &str) -> Result<u128> {
+        if let Some(d) = self
+            .inner
+            .digests
+            .lock()
+            .ok()
+            .and_then(|m| m.get(name).copied())
+        {
+            return Ok(d);
+        }
+        let Some((shard, t, start)) = self.inner.tensors.get(name) else {
+            return Err(Error::NoSuchTensor(name.to_string()));
+        };
+        let mapped = match &self.inner.shards[*shard] {
+            Shard::Safetensors(file) => hash_mapped(file, *start..start + t.len()),
+            Shard::Archive { .. } => None,
+        };
+        let d = match mapped {
+            Some(d) => d,
+            None => {
+                let len = t.len();
+                let mut h = twox_hash::XxHash3_128::new();
+                let mut buf = vec![0u8; (len as usize).min(DIGEST_CHUNK)];
+                let mut at = 0u64;
+                while at < len {
+                    let n = ((len - at) as usize).min(buf.len());
+                    self.read(name, at, &mut buf[..n])?;
+                    h.write(&buf[..n]);
+                    at += n as u64;
+                }
+                h.finish_128()
+            }
+        };
+        if let Ok(mut m) = self.inner.digests.lock() {
+            m.insert(name.to_string(), d);
+        }
+        Ok(d)
+    }
+
+    /// Computes the digests of the tensors `names`, several at a time.
+    pub(crate) fn digests(&self, names: &[&str]) -> Result<Vec<u128>> {
+        names.par_iter().map(|n| self.digest(n)).collect()
+    }
+
+    /// Checks that the base holds the tensor `name` with `len` bytes of XXH3-128 `digest`, as
+    /// the archive coded against the base `needed` records.
+    pub(crate) fn verify(&self, needed: &str, name: &str, len: u64, digest: u128) -> Result<()> {
+        let mismatch = |reason: String| Error::BaseMismatch {
+            given: self.name().to_string(),
+            needed: needed.to_string(),
+            reason,
+        };
+        let t = self
+            .tensor(name)
+            .ok_or_else(|| mismatch(format!("it has no tensor {name:?}")))?;
+        if t.len() != len {
+            return Err(mismatch(format!(
+                "its tensor {name:?} has {} bytes, not {len}",
+                t.len()
+            )));
+        }
+        if self.digest(name)? != digest {
+            return Err(mismatch(format!("its tensor {name:?} holds other bytes")));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,308 @@
+//! The bytes each block is coded against: an archive's references (`container::refs`) laid
+//! over the original file.
+//!
+//! A block with a delta transform is coded against its base bytes: for each of its bytes that
+//! lies in a referenced tensor, the byte at the same place in the tensor's source (the base
+//! tensor of that name, or an earlier tensor of the file); zero for any other byte. The encoder
+//! never puts unreferenced bytes in a delta block, but the rule holds for any block, so every
+//! record decodes to something definite.
+
+use crate::base::Base;
+use crate::container::refs::{References, Source};
+use crate::error::{Error, Result};
+use crate::read::ReadAt;
+use crate::safetensors::TensorInfo;
+use std::collections::HashMap;
+use std::ops::Range;
+
+/// Where the base bytes of a referenced tensor come from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum From {
+    /// The base tensor of this name, with its length and XXH3-128.
+    Base {
+        /// The tensor's name.
+        name: String,
+        /// Its length.
+        len: u64,
+        /// Its XXH3-128.
+        digest: u128,
+    },
+    /// The bytes of the original file from this offset on (an earlier tensor of the file).
+    Own(u64),
+}
+
+/// One referenced tensor: its bytes in the original file and their source.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Span {
+    /// The tensor's bytes in the original file.
+    pub range: Range<u64>,
+    /// Where its base bytes come from.
+    pub from: From,
+}
+
+/// Reads bytes of the original file for tensors coded against an earlier tensor.
+pub trait OwnBytes: Sync {
+    /// Fills `out` with the original file's bytes `range`.
+    fn read_own(&self, range: Range<u64>, out: &mut [u8]) -> Result<()>;
+}
+
+/// An input with random access: the source of its own repeated tensors.
+pub struct Input<'a>(pub &'a dyn ReadAt);
+
+impl OwnBytes for Input<'_> {
+    fn read_own(&self, range: Range<u64>, out: &mut [u8]) -> Result<()> {
+        Ok(self.0.read_exact_at(out, range.start)?)
+    }
+}
+
+/// The source used where no tensor refers to an earlier one.
+pub struct NoOwn;
+
+impl OwnBytes for NoOwn {
+    fn read_own(&self, _: Range<u64>, _: &mut [u8]) -> Result<()> {
+        Err(Error::Corrupt(
+            "a block refers to repeated bytes that cannot be read here".into(),
+        ))
+    }
+}
+
+/// What the base bytes of blocks are read from: the spans, the base, earlier tensors.
+#[derive(Clone, Copy)]
+pub struct Sources<'a> {
+    /// The archive's referenced tensors.
+    pub spans: &'a Spans,
+    /// The base, if one was given.
+    pub base: Option<&'a Base>,
+    /// The original file's own bytes, for repeated tensors.
+    pub own: &'a dyn OwnBytes,
+}
+
+impl Sources<'_> {
+    /// [`Spans::fill`] from these sources.
+    pub fn fill(&self, start: u64, out: &mut [u8]) -> Result<()> {
+        self.spans.fill(start, out, self.base, self.own)
+    }
+}
+
+/// The bytes of an archive's repeated tensors' sources, kept as a stream decode writes them
+/// (a stream cannot be read again). They grow only as decoded bytes arrive, so a corrupt
+/// archive claiming huge sources allocates nothing for them.
+#[derive(Default)]
+pub struct Retained {
+    /// Source ranges of the original file, by start, with the bytes seen so far.
+    parts: Vec<(Range<u64>, Vec<u8>)>,
+}
+
+impl Retained {
+    /// Room for every source of `spans`.
+    pub fn new(spans: &Spans) -> Retained {
+        let mut ranges: Vec<Range<u64>> = spans
+            .spans
+            .iter()
+            .filter_map(|s| match s.from {
+                From::Own(src) => Some(src..src + (s.range.end - s.range.start)),
+                From::Base { .. } => None,
+            })
+            .collect();
+        ranges.sort_by_key(|r| (r.start, r.end));
+        ranges.dedup();
+        Retained {
+            parts: ranges.into_iter().map(|r| (r, Vec::new())).collect(),
+        }
+    }
+
+    /// Sources already read: byte ranges of the original file and their bytes.
+    pub fn from_parts(parts: Vec<(Range<u64>, Vec<u8>)>) -> Retained {
+        Retained { parts }
+    }
+
+    /// Keeps what the sources need of the original file's bytes `data`, which start at
+    /// `start` (blocks arrive in order).
+    pub fn keep(&mut self, start: u64, data: &[u8]) {
+        let end = start + data.len() as u64;
+        for (r, kept) in &mut self.parts {
+            let next = r.start + kept.len() as u64;
+            if next >= start && next < end && next < r.end {
+                let to = r.end.min(end);
+                kept.extend_from_slice(&data[(next - start) as usize..(to - start) as usize]);
+            }
+        }
+    }
+}
+
+impl OwnBytes for Retained {
+    fn read_own(&self, range: Range<u64>, out: &mut [u8]) -> Result<()> {
+        let part = self.parts.iter().find(|(r, kept)| {
+            r.start <= range.start && range.end <= r.start + kept.len() as u64
+        });
+        let (r, kept) = part.ok_or_else(|| {
+            Error::Corrupt("a repeated tensor's source was not decoded before it".into())
+        })?;
+        let from = (range.start - r.start) as usize;
+        out.copy_from_slice(&kept[from..from + out.len()]);
+        Ok(())
+    }
+}
+
+/// The referenced tensors of an archive, by position in the original file.
+#[derive(Clone, Debug, Default)]
+pub struct Spans {
+    /// The base's name as recorded (for errors), empty when no tensor refers to a base.
+    base_name: String,
+    /// By `range.start`; ranges do not overlap (they are tensors').
+    spans: Vec<Span>,
+}
+
+impl Spans {
+    /// The spans of the references `refs` (checked against `tensors`, the kept header's, whose
+    /// data starts at `prefix_len`).
+    pub fn new(refs: Option<&References>, tensors: &[TensorInfo], prefix_len: u64) -> Spans {
+        let Some(refs) = refs else {
+            return Spans::default();
+        };
+        let by_name: HashMap<&str, &TensorInfo> =
+            tensors.iter().map(|t| (t.name.as_str(), t)).collect();
+        let at = |t: &TensorInfo| prefix_len + t.begin..prefix_len + t.end;
+        let mut spans: Vec<Span> = refs
+            .entries
+            .iter()
+            .filter_map(|e| {
+                let t = by_name.get(e.tensor.as_str())?;
+                let from = match &e.source {
+                    Source::Base { len, digest } => From::Base {
+                        name: e.tensor.clone(),
+                        len: *len,
+                        digest: *digest,
+                    },
+                    Source::Tensor(s) => From::Own(at(by_name.get(s.as_str())?).start),
+                };
+                Some(Span { range: at(t), from })
+            })
+            .collect();
+        spans.sort_by_key(|s| s.range.start);
+        Spans {
+            base_name: refs.base_name.clone(),
+            spans,
+        }
+    }
+
+    /// Every span, by position.
+    pub fn spans(&self) -> &[Span] {
+        &self.spans
+    }
+
+    /// Whether some tensor is coded against an earlier one.
+    pub fn has_own(&self) -> bool {
+        self.spans.iter().any(|s| matches!(s.from, From::Own(_)))
+    }
+
+    /// Whether some tensor is coded against the base.
+    pub fn needs_base(&self) -> bool {
+        self.spans
+            .iter()
+            .any(|s| matches!(s.from, From::Base { .. }))
+    }
+
+    /// The base's name as the archive records it.
+    pub fn base_name(&self) -> &str {
+        &self.base_name
+    }
+
+    /// The spans overlapping `range`.
+    fn overlapping(&self, range: Range<u64>) -> impl Iterator<Item = &Span> {
+        let first = self.spans.partition_point(|s| s.range.end <= range.start);
+        self.spans[first..]
+            .iter()
+            .take_while(move |s| s.range.start < range.end)
+    }
+
+    /// Whether bytes `range` hold a tensor coded against an earlier one.
+    pub fn needs_own(&self, range: Range<u64>) -> bool {
+        self.overlapping(range)
+            .any(|s| matches!(s.from, From::Own(_)))
+    }
+
+    /// The source bytes the tensors coded against earlier ones need for bytes `range`.
+    pub fn own_sources(&self, range: Range<u64>) -> Vec<Range<u64>> {
+        self.overlapping(range.clone())
+            .filter_map(|s| match s.from {
+                From::Own(src) => {
+                    let a = s.range.start.max(range.start);
+                    let b = s.range.end.min(range.end);
+                    Some(src + (a - s.range.start)..src + (b - s.range.start))
+                }
+                From::Base { .. } => None,
+            })
+            .collect()
+    }
+
+    /// Checks that `base` holds every base tensor the spans overlapping `ranges` need,
+    /// computing digests several at a time; without a base, that none is needed.
+    pub fn verify(&self, base: Option<&Base>, ranges: &[Range<u64>]) -> Result<()> {
+        let mut needed: Vec<(&str, u64, u128)> = ranges
+            .iter()
+            .flat_map(|r| self.overlapping(r.clone()))
+            .filter_map(|s| match &s.from {
+                From::Base { name, len, digest } => Some((name.as_str(), *len, *digest)),
+                From::Own(_) => None,
+            })
+            .collect();
+        // A tensor across the gap between two ranges is met twice, one after the other.
+        needed.dedup();
+        if needed.is_empty() {
+            return Ok(());
+        }
+        let base = base.ok_or_else(|| self.base_needed())?;
+        let present: Vec<&str> = needed
+            .iter()
+            .filter(|(n, len, _)| base.tensor(n).is_some_and(|t| t.len() == *len))
+            .map(|(n, _, _)| *n)
+            .collect();
+        base.digests(&present)?;
+        for (name, len, digest) in needed {
+            base.verify(&self.base_name, name, len, digest)?;
+        }
+        Ok(())
+    }
+
+    fn base_needed(&self) -> Error {
+        Error::BaseNeeded {
+            needed: self.base_name.clone(),
+        }
+    }
+
+    /// Fills `out` with the base bytes of the original file's bytes from `start`: each byte of
+    /// a referenced tensor from its source (`base`, or `own` for earlier tensors), zero
+    /// elsewhere. Base tensors are checked against their digests first.
+    pub fn fill(
+        &self,
+        start: u64,
+        out: &mut [u8],
+        base: Option<&Base>,
+        own: &dyn OwnBytes,
+    ) -> Result<()> {
+        let end = start + out.len() as u64;
+        let mut filled = start;
+        for s in self.overlapping(start..end) {
+            let a = s.range.start.max(start);
+            let b = s.range.end.min(end);
+            out[(filled - start) as usize..(a - start) as usize].fill(0);
+            filled = b;
+            let dst = &mut out[(a - start) as usize..(b - start) as usize];
+            let offset = a - s.range.start;
+            match &s.from {
+                From::Base { name, len, digest } => {
+                    let base = base.ok_or_else(|| self.base_needed())?;
+                    base.verify(&self.base_name, name, *len, *digest)?;
+                    base.read(name, offset, dst)?;
+                }
+                From::Own(src) => {
+                    let from = src + offset;
+                    own.read_own(from..from + dst.len() as u64, dst)?;
+                }
+            }
+        }
+        out[(filled - start) as usize..].fill(0);
+        Ok(())
+    }
+}
