@@ -7,7 +7,7 @@
 //! mode's entropy coder, whichever is smallest.
 
 use super::{code_counted, worth_coding, Scratch};
-use crate::codec::{constant, sparse, Codec};
+use crate::codec::{basectx, constant, sparse, Codec};
 use crate::container::Mode;
 use crate::stats::{entropy_bits, histogram};
 use crate::transform::{Transform, MAX_PLANES};
@@ -60,7 +60,7 @@ fn sample(raw: &[u8], base: &[u8], width: usize) -> (Vec<u8>, Vec<u8>) {
 pub fn choose(raw: &[u8], base: &[u8], planned: Transform, planes: &mut [Vec<u8>]) -> Option<Transform> {
     let candidates = family(planned);
     let width = candidates[0].width();
-    if raw.len() % width != 0 || base.len() != raw.len() {
+    if !raw.len().is_multiple_of(width) || base.len() != raw.len() {
         return None;
     }
     let (r, b) = sample(raw, base, width);
@@ -129,6 +129,22 @@ pub fn code(
         .collect();
     let mut codecs = [Codec::Stored; MAX_PLANES];
     codecs[..n].copy_from_slice(&chosen);
+    if mode == Mode::Best && transform == Transform::Sub16 {
+        let [high, low, ..] = &s.planes;
+        let stored = match codecs[1] {
+            Codec::Stored => low.len(),
+            _ => s.coded[1].len(),
+        };
+        let shift = basectx::choose_shift(low, high, base);
+        let mut coded = std::mem::take(&mut s.keys);
+        coded.clear();
+        basectx::encode(low, high, base, shift, &mut coded);
+        if coded.len() < stored {
+            std::mem::swap(&mut coded, &mut s.coded[1]);
+            codecs[1] = Codec::BaseCtx;
+        }
+        s.keys = coded;
+    }
     codecs
 }
 

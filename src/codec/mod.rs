@@ -19,6 +19,7 @@
 //! | 8 | [`huffjoint`] | the joint symbols Huffman-coded, decoded into BF16 words (FAST) |
 //! | 9 | [`ctxjoint`] | the joint symbols with models chosen by row and column magnitude (BEST) |
 //! | 10 | [`sparse`] | one byte almost everywhere: the byte and the exceptions (delta planes) |
+//! | 11 | [`basectx`] | a fine-tune's differences modelled on the base's magnitude (BEST) |
 //!
 //! # Adding a codec
 //! 1. Write `codec/<name>.rs`: its encoder, its decoder and its `SPEC` (id, name, placement
@@ -30,6 +31,7 @@
 
 pub mod adaptive;
 pub mod alphabet;
+pub mod basectx;
 pub mod constant;
 pub mod context;
 pub mod ctxjoint;
@@ -94,11 +96,13 @@ pub enum Codec {
     CtxJoint = 9,
     /// [`sparse`].
     Sparse = 10,
+    /// [`basectx`].
+    BaseCtx = 11,
 }
 
 impl Codec {
     /// Every codec, in id order.
-    pub const ALL: [Codec; 11] = [
+    pub const ALL: [Codec; 12] = [
         Codec::Stored,
         Codec::Const,
         Codec::Huffman,
@@ -110,6 +114,7 @@ impl Codec {
         Codec::HuffJoint,
         Codec::CtxJoint,
         Codec::Sparse,
+        Codec::BaseCtx,
     ];
 
     /// The codec with id `id`, if this build has it.
@@ -136,6 +141,7 @@ impl Codec {
             Codec::HuffJoint => &huffjoint::SPEC,
             Codec::CtxJoint => &ctxjoint::SPEC,
             Codec::Sparse => &sparse::SPEC,
+            Codec::BaseCtx => &basectx::SPEC,
         }
     }
 
@@ -162,6 +168,9 @@ pub type PlaneFn = fn(&[u8], &mut [u8]) -> Result<(), CodecError>;
 pub type PairFn = fn(&[u8], &[u8], &mut [u8], &mut [u8]) -> Result<(), CodecError>;
 /// A decoder of plane 1 given plane 0: payload, plane 0, plane 1 out.
 pub type GivenFn = fn(&[u8], &[u8], &mut [u8]) -> Result<(), CodecError>;
+/// A decoder of plane 1 given plane 0 and the block's base bytes: payload, plane 0, base, plane
+/// 1 out.
+pub type BaseFn = fn(&[u8], &[u8], &[u8], &mut [u8]) -> Result<(), CodecError>;
 /// A decoder of a pair straight into the block's 16-bit elements: payloads 0 and 1, scratch,
 /// block out.
 pub type WordsFn = fn(&[u8], &[u8], &mut Vec<u8>, &mut [u8]) -> Result<(), CodecError>;
@@ -186,6 +195,9 @@ pub enum Decode {
     PairWords(WordsFn),
     /// Plane 1 of a pair, decoded by the codec of plane 0.
     Partner,
+    /// Plane 1 of a delta block, from its payload, the decoded plane 0 and the block's base
+    /// bytes (`decode(payload, plane0, base, out)`).
+    GivenBase(BaseFn),
 }
 
 /// A codec's identity and rules.

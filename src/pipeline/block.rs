@@ -87,7 +87,9 @@ const UNPAIRED: CodecError = CodecError("a paired codec's plane without its part
 fn decode_plane(entry: &PlaneEntry, payload: &[u8], out: &mut [u8]) -> Result<(), CodecError> {
     match entry.codec.spec().decode {
         Decode::Plane(decode) => decode(payload, out),
-        Decode::GivenPlane0 { .. } => Err(CodecError("plane decoded after plane 0 found alone")),
+        Decode::GivenPlane0 { .. } | Decode::GivenBase(_) => {
+            Err(CodecError("plane decoded after plane 0 found alone"))
+        }
         Decode::Pair(_) | Decode::PairWords(_) | Decode::Partner => Err(UNPAIRED),
     }
 }
@@ -113,11 +115,13 @@ fn sized(v: &mut Vec<u8>, len: usize) -> &mut [u8] {
     v
 }
 
-/// Decodes planes 0 and 1 of a multi-plane block into `s0`/`s1` (or borrows stored ones).
+/// Decodes planes 0 and 1 of a multi-plane block into `s0`/`s1` (or borrows stored ones);
+/// `base` is the block's base bytes (empty for blocks without).
 fn decode_head<'a>(
     e: [&PlaneEntry; 2],
     parts: [&'a [u8]; 2],
     plane_len: usize,
+    base: &[u8],
     s0: &'a mut Vec<u8>,
     s1: &'a mut Vec<u8>,
 ) -> Result<[&'a [u8]; 2], CodecError> {
@@ -144,6 +148,12 @@ fn decode_head<'a>(
             // The plane's model needs plane 0 first.
             let first = plane_view(e[0], parts[0], plane_len, s0)?;
             decode(parts[1], first, s1)?;
+            Ok([first, s1])
+        }
+        (Decode::Plane(_), Decode::GivenBase(decode)) => {
+            sized(s1, plane_len);
+            let first = plane_view(e[0], parts[0], plane_len, s0)?;
+            decode(parts[1], first, base, s1)?;
             Ok([first, s1])
         }
         _ => Err(UNPAIRED),
@@ -198,7 +208,7 @@ pub fn decode_block(
         let e = &record.planes;
         let [s0, s1, tail @ ..] = &mut s.planes;
         let (head, rest) = rayon::join(
-            || decode_head([&e[0], &e[1]], [parts[0], parts[1]], plane_len, s0, s1),
+            || decode_head([&e[0], &e[1]], [parts[0], parts[1]], plane_len, base, s0, s1),
             || {
                 tail[..n - 2]
                     .par_iter_mut()

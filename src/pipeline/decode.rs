@@ -310,7 +310,7 @@ enum Own<'r> {
     /// There are none.
     None,
     /// The archive read a second time, through random access.
-    Again(Mutex<Archive<Box<dyn ReadSeek + 'r>>>),
+    Again(Box<Mutex<Archive<Box<dyn ReadSeek + 'r>>>>),
     /// Kept from the output as it passes (a stream).
     Kept(Retained),
 }
@@ -319,7 +319,7 @@ impl Own<'_> {
     fn bytes(&self) -> &dyn OwnBytes {
         match self {
             Own::None => &NoOwn,
-            Own::Again(a) => a,
+            Own::Again(a) => &**a,
             Own::Kept(k) => k,
         }
     }
@@ -454,7 +454,7 @@ fn decode_from<'a, S: Source<'a> + Send, W: Write + Send>(
         (false, _) => Own::None,
         (true, Some(again)) => {
             let archive = Archive::open_with(again, opts.base.cloned())?;
-            Own::Again(Mutex::new(archive))
+            Own::Again(Box::new(Mutex::new(archive)))
         }
         (true, None) => Own::Kept(Retained::new(&spans)),
     };
