@@ -31,12 +31,18 @@ trap 'rm -rf "$seeds"' EXIT
 for m in fast best; do
   for b in 4K 12290; do
     "$sc" encode -q -f -m "$m" -b "$b" testdata/tiny.safetensors -o "$seeds/tiny.$m.$b.sc"
+    # Coded against the base the fuzz bodies decode with (sc::fuzz::base), so that mutations
+    # reach the delta transforms and their codecs.
+    "$sc" encode -q -f -m "$m" -b "$b" --base testdata/tiny.safetensors \
+      testdata/tiny-tune.safetensors -o "$seeds/tiny-tune.$m.$b.sc"
   done
 done
 mkdir -p fuzz/corpus/container fuzz/corpus/roundtrip fuzz/corpus/entropy
 cp "$seeds"/*.sc fuzz/corpus/container/
 printf '\000' | cat - testdata/tiny.safetensors > fuzz/corpus/roundtrip/tiny-fast
 printf '\001' | cat - testdata/tiny.safetensors > fuzz/corpus/roundtrip/tiny-best
+printf '\010' | cat - testdata/tiny-tune.safetensors > fuzz/corpus/roundtrip/tune-fast
+printf '\011' | cat - testdata/tiny-tune.safetensors > fuzz/corpus/roundtrip/tune-best
 head -c 3000 testdata/sample.safetensors > fuzz/corpus/roundtrip/sample-head
 for t in container entropy roundtrip; do
   cp fuzz/regressions/$t/* fuzz/corpus/$t/ 2>/dev/null || true

@@ -53,6 +53,8 @@ struct Inner {
 /// One file of a base.
 enum Shard {
     Safetensors(File),
+    /// A safetensors file's bytes, held in memory.
+    Memory(Vec<u8>),
     Archive {
         file: Arc<File>,
         /// Opened archives not in use: one per thread reading at once.
@@ -130,22 +132,7 @@ fn open_shard(path: &Path) -> Result<(Shard, Vec<(TensorInfo, u64)>)> {
         };
         return Ok((shard, tensors));
     }
-    let n = json_len(&first);
-    if got < 8 || n > MAX_HEADER_LEN || n.saturating_add(8) > len {
-        return Err(bad(path, "not a safetensors file or an sc archive"));
-    }
-    let mut json = vec![0u8; n as usize];
-    file.read_exact_at(&mut json, 8)?;
-    let header = Header::parse(&json, Some(len - 8 - n))
-        .map_err(|e| bad(path, format!("not a valid safetensors file: {e}")))?;
-    let tensors = header
-        .tensors
-        .into_iter()
-        .map(|t| {
-            let start = 8 + n + t.begin;
-            (t, start)
-        })
-        .collect();
+    let tensors = safetensors_tensors(path, &file, len)?;
     Ok((Shard::Safetensors(file), tensors))
 }
 
@@ -178,7 +165,64 @@ fn hash_mapped(file: &File, range: std::ops::Range<u64>) -> Option<u128> {
     Some(h.finish_128())
 }
 
+/// The tensors of the safetensors file `file` of `len` bytes (at `path`, for errors), with
+/// where their bytes start.
+fn safetensors_tensors(path: &Path, file: &dyn ReadAt, len: u64) -> Result<Vec<(TensorInfo, u64)>> {
+    let mut first = [0u8; 8];
+    if len < 8 {
+        return Err(bad(path, "not a safetensors file or an sc archive"));
+    }
+    file.read_exact_at(&mut first, 0)?;
+    let n = json_len(&first);
+    if n > MAX_HEADER_LEN || n.saturating_add(8) > len {
+        return Err(bad(path, "not a safetensors file or an sc archive"));
+    }
+    let mut json = vec![0u8; n as usize];
+    file.read_exact_at(&mut json, 8)?;
+    let header = Header::parse(&json, Some(len - 8 - n))
+        .map_err(|e| bad(path, format!("not a valid safetensors file: {e}")))?;
+    Ok(header
+        .tensors
+        .into_iter()
+        .map(|t| {
+            let start = 8 + n + t.begin;
+            (t, start)
+        })
+        .collect())
+}
+
 impl Base {
+    /// A base held in memory: the bytes of a safetensors file, called `name` in archives coded
+    /// against it and in errors.
+    pub fn from_bytes(name: &str, bytes: Vec<u8>) -> Result<Base> {
+        let tensors = safetensors_tensors(Path::new(name), &&bytes[..], bytes.len() as u64)?;
+        Ok(Base::from_shards(
+            name.to_string(),
+            vec![Shard::Memory(bytes)],
+            vec![tensors],
+        ))
+    }
+
+    /// A base of `shards`, whose tensors are `tensors` (by shard); names are unique.
+    fn from_shards(name: String, shards: Vec<Shard>, tensors: Vec<Vec<(TensorInfo, u64)>>) -> Base {
+        let tensors = tensors
+            .into_iter()
+            .enumerate()
+            .flat_map(|(k, ts)| {
+                ts.into_iter()
+                    .map(move |(t, start)| (t.name.clone(), (k, t, start)))
+            })
+            .collect();
+        Base {
+            inner: Arc::new(Inner {
+                name,
+                shards,
+                tensors,
+                digests: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
     /// Opens a base: a safetensors file, an `.sc` archive of one (which must not itself need
     /// a base), or a folder, whose `*.safetensors` and `*.sc` files below it are its shards
     /// (a tensor name in two shards is an error). Reads the headers (and archives' indexes)
@@ -201,37 +245,32 @@ impl Base {
             false => vec![path.to_path_buf()],
         };
         let mut shards = Vec::with_capacity(files.len());
-        let mut tensors: HashMap<String, (usize, TensorInfo, u64)> = HashMap::new();
+        let mut tensors = Vec::with_capacity(files.len());
+        let mut seen: HashMap<String, usize> = HashMap::new();
         for (k, f) in files.iter().enumerate() {
             let (shard, found) = open_shard(f)?;
-            shards.push(shard);
-            for (t, start) in found {
-                if let Some((other, _, _)) = tensors.get(&t.name) {
+            for (t, _) in &found {
+                if let Some(&other) = seen.get(&t.name) {
                     return Err(bad(
                         path,
                         format!(
                             "tensor {:?} is in both {} and {}",
                             t.name,
-                            files[*other].display(),
+                            files[other].display(),
                             f.display()
                         ),
                     ));
                 }
-                tensors.insert(t.name.clone(), (k, t, start));
+                seen.insert(t.name.clone(), k);
             }
+            shards.push(shard);
+            tensors.push(found);
         }
         let name = path.file_name().map_or_else(
             || path.display().to_string(),
             |n| n.to_string_lossy().into(),
         );
-        Ok(Base {
-            inner: Arc::new(Inner {
-                name,
-                shards,
-                tensors,
-                digests: Mutex::new(HashMap::new()),
-            }),
-        })
+        Ok(Base::from_shards(name, shards, tensors))
     }
 
     /// The base's file or folder name: what an archive coded against it records, and what
@@ -269,6 +308,7 @@ impl Base {
         let at = start + offset;
         match &self.inner.shards[*shard] {
             Shard::Safetensors(file) => Ok(file.read_exact_at(out, at)?),
+            Shard::Memory(bytes) => Ok((&bytes[..]).read_exact_at(out, at)?),
             Shard::Archive { file, idle } => {
                 let free = idle.lock().ok().and_then(|mut v| v.pop());
                 let mut archive = match free {
@@ -300,6 +340,10 @@ impl Base {
         };
         let mapped = match &self.inner.shards[*shard] {
             Shard::Safetensors(file) => hash_mapped(file, *start..start + t.len()),
+            Shard::Memory(bytes) => {
+                let t = &bytes[*start as usize..(start + t.len()) as usize];
+                Some(twox_hash::XxHash3_128::oneshot(t))
+            }
             Shard::Archive { .. } => None,
         };
         let d = match mapped {

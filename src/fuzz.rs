@@ -3,26 +3,53 @@
 //! (and any crash the fuzzers left in `fuzz/artifacts/`), and the property test below feeds
 //! [`roundtrip`] generated inputs.
 
-use crate::codec::{adaptive, context, ctxjoint, huffjoint, huffman, joint, range, raw6};
-use crate::{Archive, DecodeOptions, EncodeOptions, Mode};
+use crate::codec::{
+    adaptive, basectx, context, ctxjoint, huffjoint, huffman, joint, range, raw6, sparse,
+};
+use crate::{Archive, Base, DecodeOptions, EncodeOptions, Mode};
 use std::io::{sink, Cursor};
+use std::sync::OnceLock;
+
+/// The base the fuzz targets code and decode against: `testdata/tiny.safetensors`, of which
+/// `testdata/tiny-tune.safetensors` is a stand-in fine-tune (archives of it coded against this
+/// base seed the container target, so its mutations reach the delta decoders).
+pub fn base() -> &'static Base {
+    static BASE: OnceLock<Base> = OnceLock::new();
+    BASE.get_or_init(|| {
+        let tiny = include_bytes!("../testdata/tiny.safetensors");
+        Base::from_bytes("tiny.safetensors", tiny.to_vec()).expect("tiny.safetensors is valid")
+    })
+}
 
 /// Arbitrary bytes as an archive: decoding (from memory and as a stream, with and without the
-/// length), `inspect` and random access (sizes, every tensor, the whole range into a writer
-/// and into a buffer, an extracted file) must end in `Ok` or an error, never a panic, hang or
-/// huge allocation.
+/// length, with and without [`base`]), `inspect` and random access (sizes, every tensor, the
+/// whole range into a writer and into a buffer, an extracted file) must end in `Ok` or an
+/// error, never a panic, hang or huge allocation.
 pub fn archive(data: &[u8]) {
-    for archive_len in [Some(data.len() as u64), None] {
+    for base in [None, Some(base())] {
+        for archive_len in [Some(data.len() as u64), None] {
+            let opts = DecodeOptions {
+                check_md5: true,
+                archive_len,
+                base,
+                ..Default::default()
+            };
+            let _ = crate::decode(data, sink(), &opts);
+        }
         let opts = DecodeOptions {
-            check_md5: true,
-            archive_len,
+            base,
             ..Default::default()
         };
-        let _ = crate::decode(data, sink(), &opts);
+        let _ = crate::decode_to_vec(data, &opts);
     }
-    let _ = crate::decode_to_vec(data, &DecodeOptions::default());
     let _ = crate::inspect(&mut Cursor::new(data));
-    if let Ok(mut a) = Archive::open(Cursor::new(data)) {
+    for a in [
+        Archive::open(Cursor::new(data)),
+        Archive::open_with_base(Cursor::new(data), base().clone()),
+    ] {
+        let Ok(mut a) = a else {
+            continue;
+        };
         let _ = a.stored_bytes();
         let names: Vec<String> = a.tensors().iter().map(|t| t.name.clone()).collect();
         for n in &names {
@@ -53,7 +80,8 @@ pub fn entropy(data: &[u8]) {
     let ctx: Vec<u8> = (0..n).map(|i| (i % 7) as u8 + 120).collect();
     // The raw6 payload's length follows from n; the rest is the joint payload.
     let (head, raw) = payload.split_at(payload.len() - raw6::len(n).min(payload.len()));
-    let _ = match data[0] % 8 {
+    let base: Vec<u8> = (0..2 * n).map(|i| (i * 37 % 251) as u8).collect();
+    let _ = match data[0] % 10 {
         0 => huffman::decode(payload, &mut out),
         1 => range::decode(payload, &mut out),
         2 => adaptive::decode(payload, &mut out),
@@ -64,25 +92,34 @@ pub fn entropy(data: &[u8]) {
         }
         5 => joint::decode_joint(head, raw, &mut out, &mut other),
         6 => ctxjoint::decode(head, raw, &mut out, &mut other),
-        _ => huffjoint::decode(head, raw, &mut Vec::new(), &mut vec![0u8; 2 * n]),
+        7 => huffjoint::decode(head, raw, &mut Vec::new(), &mut vec![0u8; 2 * n]),
+        8 => sparse::decode(payload, &mut out),
+        _ => {
+            let high: Vec<u8> = (0..n).map(|i| (i % 61 == 0) as u8).collect();
+            basectx::decode(payload, &high, &base, &mut out)
+        }
     };
 }
 
-/// Arbitrary input through encode and decode must come back byte for byte, in both modes and
-/// at several block sizes (the first byte picks them; the rest is the input). Panics if not.
+/// Arbitrary input through encode and decode must come back byte for byte, in both modes, at
+/// several block sizes, plainly or coded against [`base`] (the first byte picks them; the rest
+/// is the input). Panics if not.
 pub fn roundtrip(data: &[u8]) {
     let Some((&sel, input)) = data.split_first() else {
         return;
     };
     let mode = if sel & 1 == 0 { Mode::Fast } else { Mode::Best };
     let block_size = [4096, 4098, 12290, 65536][(sel >> 1) as usize % 4];
+    let base = (sel & 8 != 0).then(base);
     let opts = EncodeOptions {
         block_size,
+        base,
         ..EncodeOptions::new(mode)
     };
     let archive = crate::encode_to_vec(input, &opts).expect("encoding into memory cannot fail");
     let opts = DecodeOptions {
         check_md5: true,
+        base,
         ..Default::default()
     };
     let back = crate::decode_to_vec(&archive, &opts).expect("own archive must decode");
@@ -121,6 +158,23 @@ mod tests {
             st.extend_from_slice(json.as_bytes());
             st.extend(words.iter().flat_map(|w| w.to_le_bytes()));
             super::roundtrip(&st);
+        }
+
+        /// The stand-in fine-tune with some of its bytes changed, coded against the base.
+        #[test]
+        fn roundtrip_against_the_base(
+            sel in any::<u8>(),
+            changes in prop::collection::vec((any::<u16>(), any::<u8>()), 0..64),
+        ) {
+            let mut tune = include_bytes!("../testdata/tiny-tune.safetensors").to_vec();
+            for (at, x) in changes {
+                // The header stays; the tensor bytes after it take the changes.
+                let at = 1000 + at as usize % (tune.len() - 1000);
+                tune[at] ^= x;
+            }
+            let mut data = vec![sel | 8];
+            data.extend_from_slice(&tune);
+            super::roundtrip(&data);
         }
     }
 }
