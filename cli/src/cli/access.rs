@@ -82,6 +82,8 @@ struct ListDoc<'a, T> {
     between_tensors_bytes: u64,
     container_bytes: u64,
     metadata: Option<&'a BTreeMap<String, String>>,
+    /// The base checkpoint the archive was coded against, as it records it, if it needs one.
+    base: Option<&'a str>,
     tensors: T,
 }
 
@@ -95,6 +97,9 @@ struct TensorDoc<'a> {
     offsets: [u64; 2],
     original_bytes: u64,
     stored_bytes: u64,
+    /// `"base"`, or `"= NAME"` for a repeat of the tensor NAME; absent when coded on its own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    coded_against: Option<String>,
 }
 
 /// Writes `archive`'s tensors as one JSON document, each tensor serialized as it is written.
@@ -109,6 +114,7 @@ fn list_json(path: &Path, archive: &Archive<File>, sizes: &StoredBytes) -> Resul
         between_tensors_bytes: sizes.between_tensors,
         container_bytes: sizes.container,
         metadata: archive.metadata(),
+        base: archive.base_name(),
         tensors: json::Lazy(|| {
             tensors
                 .iter()
@@ -120,6 +126,7 @@ fn list_json(path: &Path, archive: &Archive<File>, sizes: &StoredBytes) -> Resul
                     offsets: [t.begin, t.end],
                     original_bytes: t.len(),
                     stored_bytes: stored,
+                    coded_against: against(archive, &t.name),
                 })
         }),
     };
@@ -145,11 +152,21 @@ pub(super) fn list(a: &ListArgs) -> Result<()> {
             len.to_string(),
             stored.to_string(),
             format!("{:.2}", percent(stored, len)),
+            against(&archive, &t.name).map_or(String::new(), |s| printable(&s).into_owned()),
         ]
     };
     let original: u64 = tensors.iter().map(|t| t.end - t.begin).sum();
     let stored: u64 = sizes.per_tensor.iter().sum();
-    let head = ["name", "dtype", "shape", "original", "compressed", "%"].map(String::from);
+    let head = [
+        "name",
+        "dtype",
+        "shape",
+        "original",
+        "compressed",
+        "%",
+        "coded against",
+    ]
+    .map(String::from);
     let total = [
         format!("total ({} tensors)", tensors.len()),
         String::new(),
@@ -157,25 +174,31 @@ pub(super) fn list(a: &ListArgs) -> Result<()> {
         original.to_string(),
         stored.to_string(),
         format!("{:.2}", percent(stored, original)),
+        String::new(),
     ];
     let rows = || {
         std::iter::once(head.clone())
             .chain((0..tensors.len()).map(row))
             .chain([total.clone()])
     };
-    let mut widths = [0usize; 6];
+    // The last column only when some tensor is coded against something.
+    let refs = tensors.iter().any(|t| archive.reference(&t.name).is_some());
+    let mut widths = [0usize; 7];
     for row in rows() {
         for (w, cell) in widths.iter_mut().zip(&row) {
             *w = (*w).max(cell.chars().count());
         }
     }
     write_stdout(|out| {
-        for [name, dtype, dims, orig, comp, pct] in rows() {
-            let [w0, w1, w2, w3, w4, w5] = widths;
-            writeln!(
-                out,
+        for [name, dtype, dims, orig, comp, pct, against] in rows() {
+            let [w0, w1, w2, w3, w4, w5, _] = widths;
+            let line = format!(
                 "{name:<w0$}  {dtype:<w1$}  {dims:<w2$}  {orig:>w3$}  {comp:>w4$}  {pct:>w5$}"
-            )?;
+            );
+            match refs {
+                true => writeln!(out, "{}", format!("{line}  {against}").trim_end())?,
+                false => writeln!(out, "{line}")?,
+            }
         }
         writeln!(
             out,
@@ -183,8 +206,26 @@ pub(super) fn list(a: &ListArgs) -> Result<()> {
             archive.archive_len(),
             sizes.between_tensors,
             sizes.container
-        )
+        )?;
+        if let Some(base) = archive.base_name() {
+            writeln!(
+                out,
+                "base: coded against {:?}; reading the tensors marked base needs it (--base)",
+                printable(base)
+            )?;
+        }
+        Ok(())
     })
+}
+
+/// What the tensor `name` is coded against, if anything but itself: `base`, or `= NAME` for a
+/// repeat of the tensor NAME.
+fn against(archive: &Archive<File>, name: &str) -> Option<String> {
+    match archive.reference(name)? {
+        sc::Reference::Base(_) => Some("base".into()),
+        sc::Reference::Repeats(t) => Some(format!("= {t}")),
+        _ => None,
+    }
 }
 
 /// Names in `names` closest to `wanted`, for the error message.

@@ -115,6 +115,21 @@ fn summary(
         percent(info.archive_len, orig),
         info.blocks
     )?;
+    if let Some(base) = &info.base_name {
+        writeln!(
+            t,
+            "base:        {} tensors coded against {:?} (decoding needs it: --base)",
+            info.based_tensors,
+            printable(base)
+        )?;
+    }
+    if info.repeated_tensors > 0 {
+        writeln!(
+            t,
+            "repeated:    {} tensors stored as references to earlier identical ones",
+            info.repeated_tensors
+        )?;
+    }
     for (name, u) in &info.transforms {
         writeln!(t, "  {name:<9} {} blocks, {} bytes", u.blocks, u.original)?;
     }
@@ -171,6 +186,13 @@ struct InfoDoc<'a> {
     blocks: u64,
     md5: Option<String>,
     kept_header_bytes: u64,
+    /// The base checkpoint the archive was coded against, as it records it; `None` when it
+    /// needs none.
+    base: Option<&'a str>,
+    /// Tensors coded against the base.
+    based_tensors: usize,
+    /// Tensors stored as references to earlier identical ones.
+    repeated_tensors: usize,
     transforms: BTreeMap<&'static str, TransformDoc>,
     codecs: BTreeMap<&'static str, CodecDoc>,
     /// `None` for a generic archive.
@@ -251,6 +273,9 @@ fn doc<'a>(
         blocks: info.blocks,
         md5: info.md5.map(|m| hex(&m)),
         kept_header_bytes: info.kept_header_len,
+        base: info.base_name.as_deref(),
+        based_tensors: info.based_tensors,
+        repeated_tensors: info.repeated_tensors,
         transforms: info
             .transforms
             .iter()

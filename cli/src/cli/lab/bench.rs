@@ -28,6 +28,10 @@ pub struct BenchArgs {
     /// Worker threads for sc (0 = all cores)
     #[arg(short = 'T', long, default_value_t = 0)]
     threads: usize,
+    /// Base checkpoint the files are fine-tunes of: adds sc fast and best coded against it
+    /// (`--base`), and the ratio of their decode times to plain sc fast's
+    #[arg(long, value_name = "BASE")]
+    base: Option<PathBuf>,
 }
 
 /// A compressor and how it is run.
@@ -35,6 +39,8 @@ pub struct BenchArgs {
 pub enum Tool {
     /// sc itself.
     Sc(Mode),
+    /// sc coding against a base checkpoint.
+    ScBase(Mode, PathBuf),
     /// Copying the file: the floor for any file-to-file tool.
     Cp,
     /// zstd at a level, one thread.
@@ -81,6 +87,7 @@ impl Tool {
     fn label(&self) -> String {
         match self {
             Tool::Sc(m) => format!("sc {}", m.name()),
+            Tool::ScBase(m, _) => format!("sc {} --base", m.name()),
             Tool::Cp => "cp".into(),
             Tool::Zstd(l) => format!("zstd -{l} -T1"),
             Tool::Xz(l) => format!("xz -{l} -T1"),
@@ -93,7 +100,7 @@ impl Tool {
     /// The program it needs besides sc and cp.
     fn program(&self) -> Option<&'static str> {
         match self {
-            Tool::Sc(_) => None,
+            Tool::Sc(_) | Tool::ScBase(..) => None,
             Tool::Cp => Some("cp"),
             Tool::Zstd(_) | Tool::ShuffleZstd(_) => Some("zstd"),
             Tool::Xz(_) => Some("xz"),
@@ -104,23 +111,29 @@ impl Tool {
 
     /// Encode and decode pipelines; `prog` is the resolved [`Tool::program`].
     fn trial(&self, sc: &Path, prog: &Path, threads: usize, input: &Path, dir: &Path) -> Trial {
-        let n = |ext: &str| dir.join(format!("{}.{ext}", self.label().replace(' ', "")));
+        let n = |ext: &str| dir.join(format!("{}.{ext}", self.label().replace([' ', '-'], "")));
         let (archive, restored) = (n("archive"), n("restored"));
         let level = |l: &u32| format!("-{l}");
         let (encode, decode) = match self {
-            Tool::Sc(mode) => {
+            Tool::Sc(mode) | Tool::ScBase(mode, _) => {
                 let (t, m) = (threads.to_string(), mode.name());
+                let base: Vec<OsString> = match self {
+                    Tool::ScBase(_, b) => vec!["--base".into(), b.into()],
+                    _ => Vec::new(),
+                };
                 (
                     vec![Step::new(
                         sc,
                         &[
                             &"encode", &"-qf", &"-T", &t, &"-m", &m, &input, &"-o", &archive,
                         ],
-                    )],
+                    )
+                    .extra(base.clone())],
                     vec![Step::new(
                         sc,
                         &[&"decode", &"-qf", &"-T", &t, &archive, &"-o", &restored],
-                    )],
+                    )
+                    .extra(base)],
                 )
             }
             Tool::Cp => (
@@ -185,12 +198,13 @@ fn streamed(
 
 pub fn run(a: &BenchArgs) -> Result<()> {
     let (sc, dir) = measure::prepare(&a.inputs)?;
-    let mut tools = vec![
-        Tool::Sc(Mode::Fast),
-        Tool::Sc(Mode::Best),
-        Tool::Zstd(1),
-        Tool::Cp,
-    ];
+    let mut tools = vec![Tool::Sc(Mode::Fast), Tool::Sc(Mode::Best)];
+    if let Some(base) = &a.base {
+        sc::Base::open(base)?;
+        tools.push(Tool::ScBase(Mode::Fast, base.clone()));
+        tools.push(Tool::ScBase(Mode::Best, base.clone()));
+    }
+    tools.extend([Tool::Zstd(1), Tool::Cp]);
     for t in &a.against {
         if !tools.contains(t) {
             tools.push(t.clone());
@@ -221,6 +235,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         "round trip",
     ]);
     let mut failed = 0;
+    let mut ratios = Vec::new();
     let steal_before = measure::cpu_steal();
     for f in &a.inputs {
         measure::warm_cache(f)?;
@@ -231,6 +246,9 @@ pub fn run(a: &BenchArgs) -> Result<()> {
             .collect();
         let tallies = measure::alternate(f, &trials, a.runs, measure::show_run(f, a.runs));
         let name = super::analyze::stem(f);
+        if let Some(r) = base_ratio(&tools, &tallies) {
+            ratios.push((name.clone(), r));
+        }
         for ((tool, _), t) in tools.iter().zip(&tallies) {
             let (enc, dec) = t.speeds(len);
             let ok = match &t.error {
@@ -265,7 +283,12 @@ pub fn run(a: &BenchArgs) -> Result<()> {
     let steal = measure::steal_percent(steal_before, measure::cpu_steal());
     let out = match a.csv {
         true => table.csv(),
-        false => format!("{}\n{}", table.markdown(), notes(a, &missing, steal)),
+        false => format!(
+            "{}\n{}{}",
+            table.markdown(),
+            notes(a, &missing, steal),
+            ratio_notes(&ratios)
+        ),
     };
     crate::cli::print_stdout(&out)?;
     if failed > 0 {
@@ -276,6 +299,37 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         crate::cli::note(format_args!("not installed, skipped: {}", m.join(", ")));
     }
     Ok(())
+}
+
+/// The median over runs of each run's decode time with the base over plain FAST's, when both
+/// ran and round-tripped.
+fn base_ratio(tools: &[(Tool, PathBuf)], tallies: &[measure::Tally]) -> Option<f64> {
+    let find = |want: &dyn Fn(&Tool) -> bool| {
+        let k = tools.iter().position(|(t, _)| want(t))?;
+        let t = &tallies[k];
+        (t.error.is_none() && !t.decode.is_empty()).then_some(t)
+    };
+    let plain = find(&|t| *t == Tool::Sc(Mode::Fast))?;
+    let based = find(&|t| matches!(t, Tool::ScBase(Mode::Fast, _)))?;
+    let per_run: Vec<f64> = based
+        .decode
+        .iter()
+        .zip(&plain.decode)
+        .map(|(b, p)| b / p.max(1e-9))
+        .collect();
+    Some(measure::median(&per_run))
+}
+
+/// The lines that give [`base_ratio`] per file.
+fn ratio_notes(ratios: &[(String, f64)]) -> String {
+    let mut s = String::new();
+    for (name, r) in ratios {
+        s += &format!(
+            "\n{name}: decoding with the base (sc fast --base) takes {r:.2} times as long as plain \
+             sc fast (median of the runs' own ratios).\n"
+        );
+    }
+    s
 }
 
 fn notes(a: &BenchArgs, missing: &BTreeSet<&str>, steal: Option<f64>) -> String {
@@ -290,6 +344,13 @@ fn notes(a: &BenchArgs, missing: &BTreeSet<&str>, steal: Option<f64>) -> String 
          `sc shuffle` (the planes FAST splits, uncoded) piped into zstd.\n",
         a.runs
     );
+    if let Some(base) = &a.base {
+        s += &format!(
+            "\n`--base`: sc coded against the base {} (encode and decode both read it, and \
+             check the digest of every base tensor used).\n",
+            base.display()
+        );
+    }
     if let Some(p) = steal.filter(|&p| p >= 0.5) {
         s += &format!(
             "\nThe hypervisor took {p:.0}% of this machine's CPU time (steal) during the run: \
