@@ -1,0 +1,349 @@
+//! `--base`: a fine-tune encoded against its base, decoded, verified and extracted with it;
+//! a missing, wrong, truncated or changed base refused in one line that names the base needed,
+//! with no output left behind; `info` and `list` showing the dependency; model folders whose
+//! base and tune are sharded differently; repeated tensors stored once.
+
+mod common;
+
+use common::{fails, ok, safetensors, sc, tensor_ranges};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+const BASE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../testdata/tune-base.safetensors"
+);
+const TUNE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata/tune.safetensors");
+
+/// The excerpt pair copied into `dir` as `base.safetensors` and `tune.safetensors`.
+fn pair(dir: &Path) -> (PathBuf, PathBuf) {
+    let (b, t) = (dir.join("base.safetensors"), dir.join("tune.safetensors"));
+    fs::copy(BASE, &b).unwrap();
+    fs::copy(TUNE, &t).unwrap();
+    (b, t)
+}
+
+fn text(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn encode_decode_verify_extract_with_the_base() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    pair(d);
+    for m in ["fast", "best"] {
+        let archive = format!("tune.{m}.sc");
+        let out = ok(sc(
+            d,
+            &[
+                "encode",
+                "-m",
+                m,
+                "--base",
+                "base.safetensors",
+                "tune.safetensors",
+                "-o",
+                &archive,
+            ],
+            None,
+        ));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("7 tensors against base \"base.safetensors\""),
+            "{err}"
+        );
+        let plain = fs::metadata(d.join("tune.safetensors")).unwrap().len();
+        assert!(fs::metadata(d.join(&archive)).unwrap().len() * 5 < plain);
+        ok(sc(
+            d,
+            &[
+                "decode",
+                "--base",
+                "base.safetensors",
+                &archive,
+                "-o",
+                "back",
+            ],
+            None,
+        ));
+        assert_eq!(fs::read(d.join("back")).unwrap(), fs::read(TUNE).unwrap());
+        fs::remove_file(d.join("back")).unwrap();
+        let out = ok(sc(
+            d,
+            &[
+                "verify",
+                "--base",
+                "base.safetensors",
+                &archive,
+                "tune.safetensors",
+            ],
+            None,
+        ));
+        assert!(text(&out).contains("OK"), "{}", text(&out));
+        let name = "encoder.layer.0.attention.self.query.weight";
+        ok(sc(
+            d,
+            &[
+                "extract",
+                "--base",
+                "base.safetensors",
+                "-t",
+                name,
+                "--raw",
+                &archive,
+                "-o",
+                "q.bin",
+            ],
+            None,
+        ));
+        let tune = fs::read(TUNE).unwrap();
+        let range = tensor_ranges(&tune)
+            .into_iter()
+            .find(|(n, _)| n == name)
+            .unwrap()
+            .1;
+        assert_eq!(fs::read(d.join("q.bin")).unwrap(), tune[range]);
+        fs::remove_file(d.join("q.bin")).unwrap();
+        // The dependency shows without the base.
+        let info = text(&ok(sc(d, &["info", &archive], None)));
+        assert!(info.contains("format:      sc version 2"), "{info}");
+        assert!(
+            info.contains("7 tensors coded against \"base.safetensors\""),
+            "{info}"
+        );
+        let list = text(&ok(sc(d, &["list", &archive], None)));
+        assert!(list.contains("coded against"), "{list}");
+        assert!(
+            list.lines().filter(|l| l.ends_with("  base")).count() == 7,
+            "{list}"
+        );
+        assert!(
+            list.contains("base: coded against \"base.safetensors\""),
+            "{list}"
+        );
+    }
+    // Decoding from a pipe works too.
+    let out = ok(sc(
+        d,
+        &["decode", "--base", "base.safetensors", "-", "-c"],
+        Some(&d.join("tune.fast.sc")),
+    ));
+    assert_eq!(out.stdout, fs::read(TUNE).unwrap());
+}
+
+#[test]
+fn a_missing_wrong_truncated_or_changed_base_is_one_line_and_no_output() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let (base, tune) = pair(d);
+    ok(sc(
+        d,
+        &[
+            "encode",
+            "--base",
+            "base.safetensors",
+            "tune.safetensors",
+            "-o",
+            "t.sc",
+        ],
+        None,
+    ));
+    let bytes = fs::read(&base).unwrap();
+    // Wrong: the tune as its own base. Changed: one bit of one tensor. Truncated: cut short.
+    fs::copy(&tune, d.join("wrong.safetensors")).unwrap();
+    let mut changed = bytes.clone();
+    let (name, range) = tensor_ranges(&bytes)[3].clone();
+    changed[range.start + 7] ^= 0x10;
+    fs::write(d.join("changed.safetensors"), changed).unwrap();
+    fs::write(d.join("cut.safetensors"), &bytes[..bytes.len() / 2]).unwrap();
+    let needed = "\"base.safetensors\"";
+    let cases: [(&[&str], &str); 4] = [
+        (&[], "which was not given (give it with --base)"),
+        (&["--base", "wrong.safetensors"], "holds other bytes"),
+        (&["--base", "changed.safetensors"], &name),
+        (&["--base", "cut.safetensors"], "cut.safetensors"),
+    ];
+    for (base_args, why) in cases {
+        for cmd in [
+            &["decode", "t.sc", "-o", "out"][..],
+            &["verify", "t.sc"],
+            &["extract", "-t", &name, "t.sc", "-o", "out"],
+        ] {
+            let mut args: Vec<&str> = cmd.to_vec();
+            args.extend_from_slice(base_args);
+            let err = fails(sc(d, &args, None), why);
+            assert!(err.contains(needed), "{args:?}: {err}");
+            assert!(!d.join("out").exists(), "{args:?} left its output");
+        }
+    }
+    // Nothing else was left behind either (temporary files).
+    let mut names: Vec<String> = fs::read_dir(d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "base.safetensors",
+            "changed.safetensors",
+            "cut.safetensors",
+            "t.sc",
+            "tune.safetensors",
+            "wrong.safetensors"
+        ]
+    );
+    // Encoding against a base that cannot be read fails the same way.
+    fails(
+        sc(
+            d,
+            &[
+                "encode",
+                "--base",
+                "cut.safetensors",
+                "tune.safetensors",
+                "-o",
+                "x.sc",
+            ],
+            None,
+        ),
+        "cut.safetensors",
+    );
+    assert!(!d.join("x.sc").exists());
+}
+
+/// Writes `tensors` of `file` (name, byte range) as shards of `per` tensors each into `dir`,
+/// keeping dtypes and shapes.
+fn shard(file: &[u8], dir: &Path, per: usize) {
+    fs::create_dir_all(dir).unwrap();
+    let json_len = u64::from_le_bytes(file[..8].try_into().unwrap()) as usize;
+    let json: serde_json::Value = serde_json::from_slice(&file[8..8 + json_len]).unwrap();
+    let tensors = tensor_ranges(file);
+    let count = tensors.len().div_ceil(per);
+    for (k, part) in tensors.chunks(per).enumerate() {
+        let mut owned = Vec::new();
+        for (name, range) in part {
+            let t = &json[name];
+            let shape: Vec<u64> = t["shape"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| d.as_u64().unwrap())
+                .collect();
+            owned.push((
+                name.clone(),
+                t["dtype"].as_str().unwrap().to_string(),
+                shape,
+                file[range.clone()].to_vec(),
+            ));
+        }
+        let refs: Vec<(&str, &str, Vec<u64>, Vec<u8>)> = owned
+            .iter()
+            .map(|(n, d, s, b)| (n.as_str(), d.as_str(), s.clone(), b.clone()))
+            .collect();
+        let name = format!("model-{:05}-of-{count:05}.safetensors", k + 1);
+        fs::write(dir.join(name), safetensors(&refs, 0, "{}")).unwrap();
+    }
+}
+
+#[test]
+fn folders_pair_tensors_across_different_shard_layouts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    // The base in four shards, the tune in two, with a config beside them.
+    shard(&fs::read(BASE).unwrap(), &d.join("base"), 2);
+    shard(&fs::read(TUNE).unwrap(), &d.join("tune"), 4);
+    fs::write(d.join("tune/config.json"), b"{\"tuned\":true}\n").unwrap();
+    let out = ok(sc(
+        d,
+        &["encode", "--base", "base", "tune", "-o", "packed"],
+        None,
+    ));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("3 files, 2 fast, 0 failed"), "{err}");
+    for f in [
+        "model-00001-of-00002.safetensors",
+        "model-00002-of-00002.safetensors",
+    ] {
+        let tune = fs::metadata(d.join("tune").join(f)).unwrap().len();
+        let packed = fs::metadata(d.join("packed").join(format!("{f}.sc")))
+            .unwrap()
+            .len();
+        assert!(packed * 4 < tune, "{f}: {packed} of {tune}");
+        let info = text(&ok(sc(d, &["info", &format!("packed/{f}.sc")], None)));
+        assert!(info.contains("coded against \"base\""), "{info}");
+    }
+    // Without the base the folder does not decode; with it, it comes back whole.
+    let out = sc(d, &["decode", "packed", "-o", "nothing"], None);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("which was not given"));
+    ok(sc(
+        d,
+        &["decode", "--base", "base", "packed", "-o", "back"],
+        None,
+    ));
+    for f in [
+        "model-00001-of-00002.safetensors",
+        "model-00002-of-00002.safetensors",
+        "config.json",
+    ] {
+        assert_eq!(
+            fs::read(d.join("back").join(f)).unwrap(),
+            fs::read(d.join("tune").join(f)).unwrap(),
+            "{f}"
+        );
+    }
+    // The base given as one file serves the folder's archives as well.
+    ok(sc(d, &["verify", "--base", BASE, "packed"], None));
+}
+
+#[test]
+fn a_repeated_tensor_is_stored_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let tune = fs::read(TUNE).unwrap();
+    let tensors = tensor_ranges(&tune);
+    let (_, emb) = tensors
+        .iter()
+        .find(|(n, _)| n.contains("position_embeddings"))
+        .unwrap();
+    let w = tune[emb.clone()].to_vec();
+    let n = (w.len() / 2) as u64;
+    let with = safetensors(
+        &[
+            ("emb", "BF16", vec![n], w.clone()),
+            ("head", "BF16", vec![n], w.clone()),
+        ],
+        0,
+        "{}",
+    );
+    let without = safetensors(&[("emb", "BF16", vec![n], w)], 0, "{}");
+    fs::write(d.join("tied.safetensors"), &with).unwrap();
+    fs::write(d.join("once.safetensors"), &without).unwrap();
+    let out = ok(sc(d, &["encode", "tied.safetensors"], None));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("1 repeated tensors stored once"));
+    ok(sc(d, &["encode", "once.safetensors"], None));
+    let tied = fs::metadata(d.join("tied.safetensors.sc")).unwrap().len();
+    let once = fs::metadata(d.join("once.safetensors.sc")).unwrap().len();
+    assert!(tied < once + 200, "{tied} vs {once}");
+    let list = text(&ok(sc(d, &["list", "tied.safetensors.sc"], None)));
+    assert!(
+        list.lines()
+            .any(|l| l.starts_with("head") && l.ends_with("= emb")),
+        "{list}"
+    );
+    ok(sc(
+        d,
+        &["decode", "tied.safetensors.sc", "-o", "back"],
+        None,
+    ));
+    assert_eq!(fs::read(d.join("back")).unwrap(), with);
+    // From a pipe, the repeated tensor's source is kept as it passes.
+    let out = ok(sc(
+        d,
+        &["decode", "-", "-c"],
+        Some(&d.join("tied.safetensors.sc")),
+    ));
+    assert_eq!(out.stdout, with);
+}
