@@ -247,7 +247,12 @@ fn bash_sources_the_completions_and_they_offer_every_command() {
     }
     assert_eq!(
         &lines[2..],
-        ["analyze", "formats", "--best --block-size", "powershell"]
+        [
+            "analyze",
+            "formats",
+            "--best --block-size --base",
+            "powershell"
+        ]
     );
 }
 

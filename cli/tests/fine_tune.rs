@@ -327,6 +327,9 @@ fn a_repeated_tensor_is_stored_once() {
     let tied = fs::metadata(d.join("tied.safetensors.sc")).unwrap().len();
     let once = fs::metadata(d.join("once.safetensors.sc")).unwrap().len();
     assert!(tied < once + 200, "{tied} vs {once}");
+    // The file's unique bytes: everything but the second copy.
+    let unique = (with.len() - (n as usize) * 2) as u64;
+    assert!(tied < unique, "{tied} vs {unique} unique bytes");
     let list = text(&ok(sc(d, &["list", "tied.safetensors.sc"], None)));
     assert!(
         list.lines()
@@ -346,4 +349,84 @@ fn a_repeated_tensor_is_stored_once() {
         Some(&d.join("tied.safetensors.sc")),
     ));
     assert_eq!(out.stdout, with);
+}
+
+#[test]
+fn several_inputs_json_help_and_man_page_know_the_base() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    pair(d);
+    fs::copy(TUNE, d.join("tune2.safetensors")).unwrap();
+    // Several inputs in one run, each coded against the one base, with a shorthand.
+    let out = ok(sc(
+        d,
+        &[
+            "-z",
+            "-9",
+            "--base",
+            "base.safetensors",
+            "tune.safetensors",
+            "tune2.safetensors",
+        ],
+        None,
+    ));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("2 files, 2 best, 0 failed"), "{err}");
+    for f in ["tune.safetensors", "tune2.safetensors"] {
+        fs::rename(d.join(f), d.join(format!("{f}.orig"))).unwrap();
+    }
+    // Without the base each file fails in the run's table, naming the base; nothing is left.
+    let out = sc(
+        d,
+        &["-d", "tune.safetensors.sc", "tune2.safetensors.sc"],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err.matches("coded against the base \"base.safetensors\", which was not given")
+            .count(),
+        2,
+        "{err}"
+    );
+    assert!(!d.join("tune.safetensors").exists() && !d.join("tune2.safetensors").exists());
+    ok(sc(
+        d,
+        &[
+            "-d",
+            "--base",
+            "base.safetensors",
+            "tune.safetensors.sc",
+            "tune2.safetensors.sc",
+        ],
+        None,
+    ));
+    for f in ["tune.safetensors", "tune2.safetensors"] {
+        assert_eq!(fs::read(d.join(f)).unwrap(), fs::read(TUNE).unwrap(), "{f}");
+    }
+    // info --json and list --json name the base and what is coded against it.
+    let json = |args: &[&str]| -> serde_json::Value {
+        serde_json::from_slice(&ok(sc(d, args, None)).stdout).unwrap()
+    };
+    let info = json(&["info", "--json", "tune.safetensors.sc"]);
+    assert_eq!(info["format_version"], 2);
+    assert_eq!(info["base"], "base.safetensors");
+    assert_eq!(info["based_tensors"], 7);
+    assert_eq!(info["repeated_tensors"], 0);
+    assert!(info["codecs"].get("basectx").is_some(), "{info}");
+    let list = json(&["list", "--json", "tune.safetensors.sc"]);
+    assert_eq!(list["base"], "base.safetensors");
+    let tensors = list["tensors"].as_array().unwrap();
+    assert!(
+        tensors.iter().all(|t| t["coded_against"] == "base"),
+        "{list}"
+    );
+    // Help and man page say how.
+    let formats = text(&ok(sc(d, &["help", "formats"], None)));
+    assert!(formats.contains("Fine-tunes (--base BASE)"), "{formats}");
+    fs::create_dir(d.join("man")).unwrap();
+    let man = text(&ok(sc(d, &["manpage", "--dir", "man"], None)));
+    assert!(man.is_empty());
+    let page = fs::read_to_string(d.join("man/sc-encode.1")).unwrap();
+    assert!(page.contains("\\-\\-base"), "{page}");
 }

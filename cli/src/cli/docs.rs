@@ -55,6 +55,16 @@ column's magnitude in the rows above (ctxjoint, format version 2; the row length
 tensor's shape); elsewhere with one adaptive model (joint). A plane that does not shrink is
 stored as it is.
 
+Fine-tunes (--base BASE): a tensor with a namesake of the same dtype and shape in the base is
+coded block by block as its difference from it where that measures smaller: BF16 and F16 sub16
+(the difference of the values in sign-magnitude order, zigzagged, high byte then low byte) or
+xor16, F32 sub32 or xor32, other dtypes xor8. The high plane, zero but for rare exceptions, is
+stored as its exceptions (sparse); the low plane is Huffman-coded (FAST) or range-coded with
+the base value's exponent as context (BEST, basectx). Tensors the base lacks, and blocks where
+the difference does not pay, are split as above. A tensor that repeats an earlier one byte for
+byte is stored once (xor8 against it: one constant plane). Decoding needs the same base: the
+archive records its name and a digest of each base tensor used.
+
 `sc info ARCHIVE` shows the transforms and codecs an archive uses; docs/FORMAT.md specifies
 the container.
 ";
