@@ -99,6 +99,19 @@ pub mod fuzz;
 pub mod lab;
 mod stream;
 
+/// A xorshift32 generator of test data: deterministic, and good enough to look random to the
+/// coders.
+#[cfg(test)]
+pub(crate) fn test_rng(seed: u32) -> impl FnMut() -> u32 {
+    let mut x = seed;
+    move || {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        x
+    }
+}
+
 pub use archive::{
     inspect, AccessStats, Archive, ArchiveInfo, CodecUse, Reference, StoredBytes, TransformUse,
 };

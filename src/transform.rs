@@ -699,17 +699,8 @@ mod tests {
 
     #[test]
     fn delta_transforms_round_trip_any_words_against_any_base() {
-        let mut x = 0x2545_F491_4F6C_DD1Du64;
-        let mut noise = |n: usize| -> Vec<u8> {
-            (0..n)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    x as u8
-                })
-                .collect()
-        };
+        let mut next = crate::test_rng(0x2545_F491);
+        let mut noise = |n: usize| -> Vec<u8> { (0..n).map(|_| next() as u8).collect() };
         let (raw, base) = (noise(4096), noise(4096));
         for t in Transform::ALL.into_iter().filter(|t| t.is_delta()) {
             roundtrip_against(t, &raw, &base);

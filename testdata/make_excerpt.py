@@ -32,10 +32,11 @@ def read_header(path):
         return 8 + n, json.loads(f.read(n))
 
 
-def main(src_dir, out_path):
-    header = {"__metadata__": {"format": "pt", "source": "excerpt of ../shared/data, see testdata/README.md"}}
+def write_excerpt(src_dir, picks, out_path, metadata):
+    """Writes the tensors `picks` (as PICK) of the files in `src_dir` to `out_path`."""
+    header = {"__metadata__": metadata}
     payload = bytearray()
-    for src, name, rows, new_name in PICK:
+    for src, name, rows, new_name in picks:
         path = f"{src_dir}/{src}"
         start, h = read_header(path)
         t = h[name]
@@ -60,6 +61,11 @@ def main(src_dir, out_path):
     js += b" " * (-len(js) % 8)
     with open(out_path, "wb") as f:
         f.write(struct.pack("<Q", len(js)) + js + payload)
+
+
+def main(src_dir, out_path):
+    metadata = {"format": "pt", "source": "excerpt of ../shared/data, see testdata/README.md"}
+    write_excerpt(src_dir, PICK, out_path, metadata)
 
 
 if __name__ == "__main__":

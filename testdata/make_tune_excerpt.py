@@ -6,11 +6,9 @@ the fine-tune's differences from its base are the real ones. Run from the reposi
     python3 testdata/make_tune_excerpt.py ../shared/data testdata
 which writes testdata/tune-base.safetensors and testdata/tune.safetensors.
 """
-import json
-import struct
 import sys
 
-WIDTH = {"BF16": 2, "F16": 2, "F32": 4, "I64": 8}
+from make_excerpt import read_header, write_excerpt
 
 BASE = "all-MiniLM-L6-v2.BF16.safetensors"
 TUNE = "all-MiniLM-L6-v2.simcse.BF16.safetensors"
@@ -27,44 +25,16 @@ PICK = [
 ]
 
 
-def read_header(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        return 8 + n, json.loads(f.read(n))
-
-
-def excerpt(path, out_path):
-    start, h = read_header(path)
-    header = {"__metadata__": h.get("__metadata__", {})}
-    payload = bytearray()
-    for name, rows in PICK:
-        t = h[name]
-        shape = list(t["shape"])
-        begin, end = t["data_offsets"]
-        if rows is not None:
-            shape[0] = rows
-            n = WIDTH[t["dtype"]]
-            for d in shape:
-                n *= d
-            end = begin + n
-        with open(path, "rb") as f:
-            f.seek(start + begin)
-            data = f.read(end - begin)
-        header[name] = {
-            "dtype": t["dtype"],
-            "shape": shape,
-            "data_offsets": [len(payload), len(payload) + len(data)],
-        }
-        payload += data
-    js = json.dumps(header, separators=(",", ":")).encode()
-    js += b" " * (-len(js) % 8)
-    with open(out_path, "wb") as f:
-        f.write(struct.pack("<Q", len(js)) + js + payload)
+def excerpt(src_dir, src, out_path):
+    """The tensors of PICK from `src`, with its metadata."""
+    _, h = read_header(f"{src_dir}/{src}")
+    picks = [(src, name, rows, None) for name, rows in PICK]
+    write_excerpt(src_dir, picks, out_path, h.get("__metadata__", {}))
 
 
 def main(src_dir, out_dir):
-    excerpt(f"{src_dir}/{BASE}", f"{out_dir}/tune-base.safetensors")
-    excerpt(f"{src_dir}/{TUNE}", f"{out_dir}/tune.safetensors")
+    excerpt(src_dir, BASE, f"{out_dir}/tune-base.safetensors")
+    excerpt(src_dir, TUNE, f"{out_dir}/tune.safetensors")
 
 
 if __name__ == "__main__":

@@ -158,13 +158,7 @@ mod tests {
 
     #[test]
     fn small_moves_take_the_difference_and_unrelated_data_stays_plain() {
-        let mut x = 0x9E37_79B9u32;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            x
-        };
+        let mut next = crate::test_rng(0x9E37_79B9);
         let base: Vec<u16> = (0..20000).map(|_| 0x3C00 + (next() % 0x300) as u16).collect();
         let tune: Vec<u16> = base
             .iter()

@@ -218,18 +218,12 @@ mod tests {
 
     #[test]
     fn round_trip_and_corrupt_payloads() {
-        let mut x = 0x2545_F491u32;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            x
-        };
+        let mut next = crate::test_rng(0x2545_F491);
         let n = 5000;
         let base: Vec<u8> = (0..n)
             .flat_map(|_| (0x3A00u16 + (next() % 0x600) as u16).to_le_bytes())
             .collect();
-        let high: Vec<u8> = (0..n).map(|_| (next() % 50 == 0) as u8).collect();
+        let high: Vec<u8> = (0..n).map(|_| next().is_multiple_of(50) as u8).collect();
         let low: Vec<u8> = (0..n)
             .map(|i| {
                 let e = (word(&base, i) >> 7) as u32;

@@ -546,14 +546,10 @@ fn encode(a: &EncodeArgs) -> Result<()> {
     let dest = destination(input, &a.out, |p| Ok(folder::archive_name(p)))?;
     let bar = progress_bar(input_len(input), a.common.talk.quiet);
     let start = Instant::now();
-    let report = encode_one(
-        input,
-        dest.as_deref(),
-        a,
-        memory(&a.common),
-        base.as_ref(),
-        &|n| bar.set_position(n),
-    )?;
+    let (memory, base) = (memory(&a.common), base.as_ref());
+    let report = encode_one(input, dest.as_deref(), a, memory, base, &|n| {
+        bar.set_position(n)
+    })?;
     bar.finish_and_clear();
     match a.common.talk {
         t if t.verbose() => note(format_args!(
@@ -739,14 +735,10 @@ fn decode(a: &DecodeArgs) -> Result<()> {
     let archive = talk.verbose().then(|| inspect_file(input)).flatten();
     let bar = progress_bar(input_len(input), talk.quiet);
     let start = Instant::now();
-    let report = decode_one(
-        input,
-        dest.as_deref(),
-        a,
-        memory(&a.common),
-        base.as_ref(),
-        &|n| bar.set_position(n),
-    )?;
+    let (memory, base) = (memory(&a.common), base.as_ref());
+    let report = decode_one(input, dest.as_deref(), a, memory, base, &|n| {
+        bar.set_position(n)
+    })?;
     bar.finish_and_clear();
     if !talk.quiet {
         let line = decoded_line(input, &report, start);
