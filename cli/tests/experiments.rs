@@ -237,6 +237,49 @@ fn bench_reports_missing_programs_and_checks_round_trips() {
 }
 
 #[test]
+fn bench_with_a_base_times_coding_against_it() {
+    let (_t, d) = workdir();
+    let testdata = concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata");
+    let tune = d.join("tune.safetensors");
+    std::fs::copy(format!("{testdata}/tune.safetensors"), &tune).unwrap();
+    let base = format!("{testdata}/tune-base.safetensors");
+    let args = [
+        "bench",
+        tune.to_str().unwrap(),
+        "--runs",
+        "2",
+        "--base",
+        &base,
+    ];
+    let out = ok(sc(&d, &args), "bench --base");
+    let size = |tool: &str| -> f64 {
+        let r = row(&out, &["tune", tool]);
+        assert_eq!(r[7], "ok", "{tool}: {out}");
+        r[2].parse().unwrap()
+    };
+    for mode in ["fast", "best"] {
+        let (plain, based) = (
+            size(&format!("sc {mode}")),
+            size(&format!("sc {mode} --base")),
+        );
+        assert!(based * 4.0 < plain, "{mode}: {based} vs {plain}: {out}");
+    }
+    assert!(
+        out.contains("tune: decoding with the base (sc fast --base) takes"),
+        "{out}"
+    );
+    // A base that cannot be opened is refused before anything runs.
+    let args = [
+        "bench",
+        tune.to_str().unwrap(),
+        "--base",
+        "missing.safetensors",
+    ];
+    let err = fails(sc(&d, &args), "bench with a missing base");
+    assert!(err.contains("missing.safetensors"), "{err}");
+}
+
+#[test]
 fn shuffle_round_trips_through_files_and_pipes() {
     let (_t, d) = workdir();
     ok(sc(&d, &["shuffle", SAMPLE, "-o", "s.bin"]), "shuffle");
