@@ -643,3 +643,29 @@ fn archives_without_references_are_unchanged_by_a_base_option_on_decode() {
     let base = Base::open(Path::new(BASE)).unwrap();
     assert!(decode_to_vec(&archive, &with(&base)).unwrap() == sample);
 }
+
+/// Each block in flight holds its base bytes besides its own buffers: the smallest budget for
+/// a plain archive is a block short of one with a base, and is refused as such.
+#[test]
+fn the_memory_budget_counts_the_base_bytes() {
+    let tune = read(TUNE);
+    let base = Base::open(BASE).unwrap();
+    let block = 64u32 << 10;
+    let plain = sc::memory_needed(block);
+    let refused = |r: sc::Result<Vec<u8>>| match r {
+        Err(Error::InvalidArgument(why)) => assert!(why.contains("memory budget"), "{why}"),
+        other => panic!("{:?}", other.map(|v| v.len())),
+    };
+    let opts = |memory| EncodeOptions {
+        memory,
+        ..against(&base, Mode::Fast)
+    };
+    refused(encode_to_vec(&tune, &opts(plain)));
+    let archive = encode_to_vec(&tune, &opts(plain + block as u64)).unwrap();
+    let decoding = |memory| DecodeOptions {
+        memory,
+        ..with(&base)
+    };
+    refused(decode_to_vec(&archive, &decoding(plain)));
+    assert!(decode_to_vec(&archive, &decoding(plain + block as u64)).unwrap() == tune);
+}
