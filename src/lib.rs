@@ -120,7 +120,7 @@ pub use container::{Kind, Mode};
 pub use error::{Error, HeaderError, Result, TensorProblem};
 pub use pipeline::decode::{decode, decode_file, decode_to_vec, DecodeOptions, DecodeReport};
 pub use pipeline::encode::{encode, encode_file, encode_to_vec, EncodeOptions, EncodeReport};
-pub use pipeline::{memory_needed, DEFAULT_MEMORY};
+pub use pipeline::{memory_needed, memory_needed_with_references, DEFAULT_MEMORY};
 pub use safetensors::{Dtype, TensorInfo};
 pub use stream::{Decoder, Encoder};
 

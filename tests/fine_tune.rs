@@ -661,11 +661,13 @@ fn the_memory_budget_counts_the_base_bytes() {
         ..against(&base, Mode::Fast)
     };
     refused(encode_to_vec(&tune, &opts(plain)));
-    let archive = encode_to_vec(&tune, &opts(plain + block as u64)).unwrap();
+    let needed = sc::memory_needed_with_references(block);
+    assert_eq!(needed, plain + block as u64);
+    let archive = encode_to_vec(&tune, &opts(needed)).unwrap();
     let decoding = |memory| DecodeOptions {
         memory,
         ..with(&base)
     };
     refused(decode_to_vec(&archive, &decoding(plain)));
-    assert!(decode_to_vec(&archive, &decoding(plain + block as u64)).unwrap() == tune);
+    assert!(decode_to_vec(&archive, &decoding(needed)).unwrap() == tune);
 }

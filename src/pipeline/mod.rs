@@ -58,6 +58,12 @@ pub fn memory_needed(block_size: u32) -> u64 {
     fixed_memory() + UNIT_HALF_BLOCKS * block_size as u64 / 2
 }
 
+/// [`memory_needed`] for an archive with references (coded against a base, or holding
+/// repeated tensors), whose blocks in flight also hold their base bytes: one block more.
+pub fn memory_needed_with_references(block_size: u32) -> u64 {
+    memory_needed(block_size) + BASE_HALF_BLOCKS * block_size as u64 / 2
+}
+
 /// How much of a pipeline run is in flight, so that its buffers fit a memory budget.
 ///
 /// Each block in flight holds its buffers until it is written; the MD5 thread may hold a few
@@ -83,9 +89,12 @@ impl Budget {
         refs: bool,
     ) -> crate::Result<Budget> {
         let block = block_size as u64;
-        let half_blocks = UNIT_HALF_BLOCKS + if refs { BASE_HALF_BLOCKS } else { 0 };
-        let unit = half_blocks * block / 2;
+        let one = match refs {
+            true => memory_needed_with_references(block_size),
+            false => memory_needed(block_size),
+        };
         let fixed = fixed_memory() + extra_blocks * block;
+        let unit = one - fixed_memory();
         let need = fixed + unit;
         if memory < need {
             return Err(crate::Error::InvalidArgument(format!(

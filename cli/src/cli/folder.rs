@@ -301,14 +301,14 @@ fn folder_jobs(
 }
 
 /// Runs `jobs`, largest first, `FILES_IN_FLIGHT` at a time, with one progress bar over all
-/// of them, sharing `memory` bytes; `block_size` tells the block size of a file to code, and
+/// of them, sharing `memory` bytes; `needed` tells the memory coding a file needs at least, and
 /// `code` codes it given its memory and a progress callback (bytes of that file so far).
 fn run(
     jobs: &[Job],
     quiet: bool,
     force: bool,
     memory: u64,
-    block_size: impl Fn(&Job) -> u32 + Sync,
+    needed: impl Fn(&Job) -> u64 + Sync,
     code: impl Fn(&Job, u64, &(dyn Fn(u64) + Sync)) -> Result<(u64, u64)> + Sync,
 ) -> Vec<Outcome> {
     let memory = Memory::new(memory);
@@ -334,7 +334,7 @@ fn run(
         };
         let (a, b) = match job.work {
             Work::Code => {
-                let mine = memory.take(sc::memory_needed(block_size(job)));
+                let mine = memory.take(needed(job));
                 let coded = code(job, mine, &progress);
                 memory.give(mine);
                 coded?
@@ -478,7 +478,8 @@ pub fn encode(a: &EncodeArgs, base: Option<&sc::Base>) -> Result<()> {
         talk.quiet,
         a.out.force,
         memory(&a.common),
-        |_| a.block_size,
+        // Any file may hold repeated tensors, which take the memory of references.
+        |_| sc::memory_needed_with_references(a.block_size),
         |job, memory, progress| {
             let started = Instant::now();
             let r = encode_one(&job.src, Some(&job.dest), a, memory, base, progress)?;
@@ -518,7 +519,7 @@ pub fn decode(a: &DecodeArgs, base: Option<&sc::Base>) -> Result<()> {
         talk.quiet,
         a.out.force,
         memory(&a.common),
-        |job| archive_block_size(&job.src),
+        |job| archive_memory_needed(&job.src),
         |job, memory, progress| {
             let started = Instant::now();
             let archive = talk
@@ -543,11 +544,19 @@ pub fn decode(a: &DecodeArgs, base: Option<&sc::Base>) -> Result<()> {
     )
 }
 
-/// The block size an archive records (the largest there is, when it cannot be read: decoding
-/// it then fails on its own).
-fn archive_block_size(path: &Path) -> u32 {
-    File::open(path)
+/// The memory decoding an archive needs at least, from the block size it records and whether
+/// it has references (for the largest block size, when it cannot be read: decoding it then
+/// fails on its own).
+fn archive_memory_needed(path: &Path) -> u64 {
+    let archive = File::open(path)
         .ok()
-        .and_then(|f| sc::Archive::open(f).ok())
-        .map_or(sc::MAX_BLOCK_SIZE, |a| a.block_size())
+        .and_then(|f| sc::Archive::open(f).ok());
+    let Some(a) = archive else {
+        return sc::memory_needed(sc::MAX_BLOCK_SIZE);
+    };
+    let refs = a.tensors().iter().any(|t| a.reference(&t.name).is_some());
+    match refs {
+        true => sc::memory_needed_with_references(a.block_size()),
+        false => sc::memory_needed(a.block_size()),
+    }
 }
