@@ -215,6 +215,7 @@ impl Transform {
     }
 
     /// Interleaves decoded `planes` back into `out`, the inverse of [`Transform::split`].
+    #[cfg(any(test, feature = "lab"))]
     pub fn merge(self, planes: &[&[u8]], out: &mut [u8]) -> Result<(), CodecError> {
         self.merge_against(planes, &[], out)
     }

@@ -106,6 +106,7 @@ pub struct Planner {
 
 impl Planner {
     /// Plans blocks for a file whose tensors are described by `header` (none: generic input).
+    #[cfg(any(test, feature = "lab"))]
     pub fn new(header: Option<&Header>, prefix_len: u64, block_size: u32) -> Planner {
         Planner::with_refs(header, prefix_len, block_size, &Spans::default())
     }
