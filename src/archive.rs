@@ -131,6 +131,8 @@ pub struct Archive<R> {
     spans: Spans,
     /// The base they are coded against, when given.
     base: Option<Base>,
+    /// Bytes of blocks decoded at a time when the sources of repeated tensors are held.
+    repeat_piece: u64,
 }
 
 /// The budget for reading the blocks of the archive `header` describes within `memory`, with
@@ -226,6 +228,7 @@ impl<R: Read + Seek + Send> Archive<R> {
             budget,
             spans,
             base,
+            repeat_piece: REPEAT_PIECE,
         })
     }
 
@@ -239,6 +242,14 @@ impl<R: Read + Seek + Send> Archive<R> {
             self.cache = None;
         }
         Ok(())
+    }
+
+    /// Sets the bytes of blocks decoded at a time when a read needs the sources of repeated
+    /// tensors, so that tests reach the piece boundaries with small archives.
+    #[cfg(feature = "internals")]
+    #[doc(hidden)]
+    pub fn set_repeat_piece(&mut self, bytes: u64) {
+        self.repeat_piece = bytes;
     }
 
     /// The name of the base the archive is coded against, as it records it, if it needs one.
@@ -410,10 +421,9 @@ impl<R: Read + Seek + Send> Archive<R> {
     /// Reads several byte ranges of the original file, each into its own buffer: `parts` holds
     /// (start of the range, buffer as long as the range), in order of start, without overlaps.
     ///
-    /// One parallel pass (one per 64 MiB of blocks in an archive with
-    /// repeated tensors) decodes every block the ranges need, each once, and no block that
-    /// they do not need; a block that lies wholly inside one buffer is decoded straight into
-    /// it. This is how many tensors are loaded at once into memory allocated for each. After
+    /// One parallel pass (one per 64 MiB of blocks in an archive with repeated tensors)
+    /// decodes every block the ranges need, each once, and no block that they do not need; a
+    /// block that lies wholly inside one buffer is decoded straight into it. This is how many tensors are loaded at once into memory allocated for each. After
     /// an error the contents of the buffers are unspecified.
     pub fn read_ranges_into(&mut self, parts: &mut [(u64, &mut [u8])]) -> Result<()> {
         let mut end = 0;
@@ -583,8 +593,8 @@ impl<R: Read + Seek + Send> Archive<R> {
     /// not repeat others themselves.
     ///
     /// The sources of repeated tensors are held while the blocks repeating them decode, so
-    /// an archive with repeated tensors is read [`REPEAT_PIECE`] bytes of blocks at a time:
-    /// memory stays bounded whatever the read.
+    /// an archive with repeated tensors is read [`REPEAT_PIECE`] bytes of blocks at a time
+    /// (the piece): memory stays bounded whatever the read.
     fn decode_blocks<'o>(
         &mut self,
         wants: impl Iterator<Item = Want<'o>>,
@@ -593,7 +603,7 @@ impl<R: Read + Seek + Send> Archive<R> {
         nested: bool,
     ) -> Result<()> {
         let piece = if self.spans.has_own() {
-            REPEAT_PIECE
+            self.repeat_piece
         } else {
             u64::MAX
         };

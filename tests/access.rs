@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{check_layout, encode_to_vec, safetensors, tensor_ranges, Rng};
+use common::{check_layout, encode_to_vec, read_each, safetensors, tensor_ranges, Rng};
 use md5::Digest;
 use sc::container::{FileHeader, Footer};
 use sc::{Archive, EncodeOptions, Error, Kind, Mode};
@@ -178,19 +178,6 @@ fn a_tensor_decodes_only_its_blocks() {
             .clone()]
     );
     assert_eq!(a.stats().blocks_decoded, 1);
-}
-
-/// Reads `ranges` of the original file each into a buffer of its own (filled with garbage
-/// first) through one `read_ranges_into`.
-fn read_each(a: &mut Archive<Cursor<&[u8]>>, ranges: &[Range<usize>]) -> sc::Result<Vec<Vec<u8>>> {
-    let mut bufs: Vec<Vec<u8>> = ranges.iter().map(|r| vec![0x5A; r.len()]).collect();
-    let mut parts: Vec<(u64, &mut [u8])> = ranges
-        .iter()
-        .zip(&mut bufs)
-        .map(|(r, b)| (r.start as u64, &mut b[..]))
-        .collect();
-    a.read_ranges_into(&mut parts)?;
-    Ok(bufs)
 }
 
 #[test]

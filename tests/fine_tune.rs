@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{safetensors, tensor_ranges, Rng};
+use common::{read_each, safetensors, tensor_ranges, Rng};
 use sc::{
     decode, decode_file, decode_to_vec, encode, encode_file, encode_to_vec, inspect, Archive, Base,
     DecodeOptions, EncodeOptions, EncodeReport, Error, Mode, Reference,
@@ -72,11 +72,14 @@ fn decodes_everywhere(archive: &[u8], original: &[u8], base: Option<&Base>) {
     let mut from_file = Vec::new();
     decode_file(&f, &mut from_file, &opts).unwrap();
     assert!(from_file == original, "as a file");
-    let mut a = match base {
-        Some(b) => Archive::open_with_base(Cursor::new(archive), b.clone()),
-        None => Archive::open(Cursor::new(archive)),
-    }
-    .unwrap();
+    let open = || {
+        match base {
+            Some(b) => Archive::open_with_base(Cursor::new(archive), b.clone()),
+            None => Archive::open(Cursor::new(archive)),
+        }
+        .unwrap()
+    };
+    let mut a = open();
     for (name, range) in tensor_ranges(original) {
         let got = a.read_tensor(&name).unwrap();
         assert!(got == original[range], "tensor {name} by random access");
@@ -85,6 +88,31 @@ fn decodes_everywhere(archive: &[u8], original: &[u8], base: Option<&Base>) {
         a.read_range(0..original.len() as u64).unwrap() == original,
         "whole range"
     );
+    // Many ranges at once, each into its own buffer: every tensor whole, and pieces of them
+    // cut at odd places (some left out, some sharing blocks); with repeated tensors, read a
+    // piece of the archive at a time, down to a block or less.
+    let tensors = tensor_ranges(original);
+    let whole: Vec<_> = tensors.iter().map(|(_, r)| r.clone()).collect();
+    let mut cuts: Vec<_> = std::iter::once(0..5).collect();
+    for (k, r) in whole.iter().enumerate() {
+        let third = r.len() / 3;
+        let (p, q) = (r.start + third + k, r.end - third + 3 * k);
+        cuts.extend([r.start..p.min(r.end), p.min(r.end)..q.min(r.end)]);
+        if k % 3 != 0 {
+            cuts.push(q.min(r.end)..r.end);
+        }
+    }
+    for piece in [None, Some(1), Some(100 << 10)] {
+        for ranges in [&whole, &cuts] {
+            let mut a = open();
+            if let Some(p) = piece {
+                a.set_repeat_piece(p);
+            }
+            for (r, b) in ranges.iter().zip(read_each(&mut a, ranges).unwrap()) {
+                assert!(b[..] == original[r.clone()], "{piece:?}: {r:?} by ranges");
+            }
+        }
+    }
 }
 
 /// A safetensors file of the `tensors` (name, byte range) of `file`, each as a U8 vector.

@@ -79,6 +79,22 @@ pub fn tensor_ranges(file: &[u8]) -> Vec<(String, Range<usize>)> {
         .collect()
 }
 
+/// Reads `ranges` of the original file each into a buffer of its own (filled with garbage
+/// first) through one `read_ranges_into`.
+pub fn read_each<R: std::io::Read + std::io::Seek + Send>(
+    a: &mut sc::Archive<R>,
+    ranges: &[Range<usize>],
+) -> sc::Result<Vec<Vec<u8>>> {
+    let mut bufs: Vec<Vec<u8>> = ranges.iter().map(|r| vec![0x5A; r.len()]).collect();
+    let mut parts: Vec<(u64, &mut [u8])> = ranges
+        .iter()
+        .zip(&mut bufs)
+        .map(|(r, b)| (r.start as u64, &mut b[..]))
+        .collect();
+    a.read_ranges_into(&mut parts)?;
+    Ok(bufs)
+}
+
 /// Parses an extracted safetensors file and checks its layout: no holes, every tensor aligned
 /// to its element size, the header padded to 8 bytes.
 pub fn check_layout(file: &[u8]) -> (Header, serde_json::Value) {
