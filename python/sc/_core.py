@@ -73,17 +73,26 @@ def _missing(name: str, names: Iterable[str], where: str) -> KeyError:
     return KeyError(f"no tensor named {name!r} in {where}{hint}")
 
 
-class Archive:
-    """An open archive: its tensors by name, its metadata, and decoding into new arrays."""
+def _path(p: str | os.PathLike | None) -> str | None:
+    """`p` as a path string, or None."""
+    return None if p is None else os.fspath(p)
 
-    def __init__(self, source: str | os.PathLike | bytes, threads: int | None = None):
+
+class Archive:
+    """An open archive: its tensors by name, its metadata, and decoding into new arrays.
+
+    `base` is the path of the base checkpoint (safetensors file, `.sc` archive or folder of
+    shards) that an archive of a fine-tune is coded against; without it such an archive opens,
+    but reading a tensor coded against the base raises ScError naming the base needed."""
+
+    def __init__(self, source: str | os.PathLike | bytes, threads: int | None = None, base: str | os.PathLike | None = None):
         if not isinstance(source, (bytes, bytearray, memoryview)):
             source = os.fspath(source)
             self.where = source
         else:
             source = bytes(source)
             self.where = "the archive in memory"
-        self._reader = _sc.Reader(source, threads)
+        self._reader = _sc.Reader(source, threads, _path(base))
         if self._reader.header_json() is None:
             raise ScError(
                 f"{self.where}: a generic archive (its original file is not safetensors): "
@@ -151,7 +160,8 @@ class Archive:
         return s
 
     def info(self) -> dict[str, Any]:
-        """Mode, block size, number of blocks, archive and original lengths."""
+        """Mode, block size, number of blocks, archive and original lengths, and `base`: the
+        name of the base the archive is coded against, or None."""
         return dict(self._reader.info())
 
     def close(self) -> None:
@@ -217,14 +227,16 @@ class safe_open:
 
     `framework` is "pt" (torch tensors) or "np" (NumPy arrays; BF16 and FP8 as `ml_dtypes`
     types); `device` other than "cpu" (torch only) decodes on the CPU and moves the tensor.
-    `threads` decoding threads (default: all cores). Use it as a context manager, or call
-    `close()`.
+    `threads` decoding threads (default: all cores). `base` is the base checkpoint an archive
+    of a fine-tune is coded against (`sc.compress_file(..., base=)`, `sc encode --base`): a
+    safetensors file, `.sc` archive or folder of shards, checked tensor by tensor against the
+    digests the archive records. Use it as a context manager, or call `close()`.
     """
 
-    def __init__(self, filename: str | os.PathLike, framework: str = "pt", device: str = "cpu", threads: int | None = None):
+    def __init__(self, filename: str | os.PathLike, framework: str = "pt", device: str = "cpu", threads: int | None = None, base: str | os.PathLike | None = None):
         self._fw = _framework(framework)
         self._device = str(device)
-        self._archive = Archive(filename, threads)
+        self._archive = Archive(filename, threads, base)
 
     def __enter__(self) -> "safe_open":
         return self
@@ -264,7 +276,8 @@ class safe_open:
         return self._archive.stats()
 
     def info(self) -> dict[str, Any]:
-        """Mode, block size, number of blocks, archive and original lengths."""
+        """Mode, block size, number of blocks, archive and original lengths, and the name of
+        the base the archive is coded against (or None)."""
         return self._archive.info()
 
 
@@ -326,17 +339,22 @@ def compress_file(
     *,
     md5: bool | None = None,
     overwrite: bool = False,
+    base: str | os.PathLike | None = None,
 ) -> dict[str, Any]:
     """Compresses the file `src` (safetensors or any other) into the archive `dst`, as
     `sc encode` does. `mode` "fast" or "best"; `block_size` in bytes (even, 4 KiB to 64 MiB,
     default 1 MiB); `threads` (default: all cores); `md5` records the whole file's MD5 (default:
-    BEST only). The archive is written to a temporary file beside `dst` and renamed into place;
-    an existing `dst` raises FileExistsError unless `overwrite`. Returns `original_len`,
-    `archive_len`, `blocks`, `safetensors` (whether the header was recognised) and `md5`."""
+    BEST only). `base`, a fine-tune's base checkpoint (safetensors file, `.sc` archive or folder
+    of shards), codes each tensor against the base's tensor of the same name, dtype and shape
+    where that is smaller; reading the archive then needs the same base. Tensors that repeat an
+    earlier one are stored once. The archive is written to a temporary file beside `dst` and
+    renamed into place; an existing `dst` raises FileExistsError unless `overwrite`. Returns
+    `original_len`, `archive_len`, `blocks`, `safetensors` (whether the header was recognised),
+    `md5`, `based_tensors` (coded against the base) and `repeated_tensors` (stored once)."""
     return dict(
         _sc.compress_file(
             os.fspath(src), os.fspath(dst), mode=mode, block_size=block_size, md5=md5,
-            threads=threads, overwrite=overwrite,
+            threads=threads, overwrite=overwrite, base=_path(base),
         )
     )
 
@@ -348,39 +366,43 @@ def decompress_file(
     *,
     check_md5: bool = False,
     overwrite: bool = False,
+    base: str | os.PathLike | None = None,
 ) -> dict[str, Any]:
     """Restores the original file of the archive `src` as `dst`, byte for byte, as `sc decode`
     does: every block's checksum is checked, and with `check_md5` the recorded MD5 of the whole
-    file. Written to a temporary file and renamed into place; an existing `dst` raises
-    FileExistsError unless `overwrite`. Returns `original_len`, `archive_len`, `blocks`, `md5`
-    (when computed) and `recorded_md5`."""
+    file. An archive of a fine-tune needs the `base` it was coded against; without it, or with
+    another, it raises ScError naming the base needed, and writes nothing. Written to a
+    temporary file and renamed into place; an existing `dst` raises FileExistsError unless
+    `overwrite`. Returns `original_len`, `archive_len`, `blocks`, `md5` (when computed) and
+    `recorded_md5`."""
     return dict(
         _sc.decompress_file(
             os.fspath(src), os.fspath(dst), threads=threads, check_md5=check_md5,
-            overwrite=overwrite,
+            overwrite=overwrite, base=_path(base),
         )
     )
 
 
-def verify(path: str | os.PathLike, threads: int | None = None) -> dict[str, Any]:
+def verify(path: str | os.PathLike, threads: int | None = None, *, base: str | os.PathLike | None = None) -> dict[str, Any]:
     """Decodes the archive `path` without writing anything, as `sc verify` does: checks every
-    block and the recorded MD5 when there is one, and raises ScError on any failure. Returns
-    `original_len`, `archive_len`, `blocks`, `md5` (of the restored file) and `recorded_md5`."""
-    return dict(_sc.verify(os.fspath(path), threads=threads))
+    block and the recorded MD5 when there is one, and raises ScError on any failure (an archive
+    of a fine-tune without its `base`, or with another, included). Returns `original_len`,
+    `archive_len`, `blocks`, `md5` (of the restored file) and `recorded_md5`."""
+    return dict(_sc.verify(os.fspath(path), threads=threads, base=_path(base)))
 
 
-def load_file(path: str | os.PathLike, fw: Framework, device: str, threads: int | None) -> dict[str, Any]:
-    """Every tensor of the archive at `path`."""
-    a = Archive(path, threads)
+def load_file(path: str | os.PathLike, fw: Framework, device: str, threads: int | None, base: str | os.PathLike | None = None) -> dict[str, Any]:
+    """Every tensor of the archive at `path` (coded against `base`, if given)."""
+    a = Archive(path, threads, base)
     try:
         return a.load_all(fw, device)
     finally:
         a.close()
 
 
-def load_bytes(data: bytes, fw: Framework, threads: int | None) -> dict[str, Any]:
-    """Every tensor of the archive `data`."""
-    a = Archive(data, threads)
+def load_bytes(data: bytes, fw: Framework, threads: int | None, base: str | os.PathLike | None = None) -> dict[str, Any]:
+    """Every tensor of the archive `data` (coded against `base`, if given)."""
+    a = Archive(data, threads, base)
     try:
         return a.load_all(fw)
     finally:

@@ -14,9 +14,15 @@ class ScError(ValueError):
 class Reader:
     """An archive opened for reading tensors."""
 
-    def __init__(self, source: str | os.PathLike[str] | bytes, threads: int | None = None) -> None:
+    def __init__(
+        self,
+        source: str | os.PathLike[str] | bytes,
+        threads: int | None = None,
+        base: str | os.PathLike[str] | None = None,
+    ) -> None:
         """Opens `source`, a path or the bytes of an archive, reading its header, index and
-        trailer; `threads` decoding threads (default: all cores)."""
+        trailer; `threads` decoding threads (default: all cores); `base`, the path of the base
+        an archive of a fine-tune is coded against."""
     def tensors(self) -> list[tuple[str, str, list[int], int, int]]:
         """(name, dtype, shape, start, end) per tensor, ordered by start: offsets in the
         original file."""
@@ -26,7 +32,8 @@ class Reader:
         """The kept header's `__metadata__` (values that are not strings as their JSON text),
         or None."""
     def info(self) -> dict[str, Any]:
-        """mode, block_size, blocks, archive_len, original_len."""
+        """mode, block_size, blocks, archive_len, original_len, base (the name of the base the
+        archive is coded against, or None)."""
     def stats(self) -> dict[str, int]:
         """blocks_decoded, bytes_decoded, block_bytes_read, archive_bytes_read so far."""
     def read_into(self, ranges: list[tuple[int, int]], buffers: list[Buffer]) -> None:
@@ -55,8 +62,10 @@ def compress_file(
     md5: bool | None = None,
     threads: int | None = None,
     overwrite: bool = False,
+    base: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
-    """Compresses the file `src` into the archive `dst`."""
+    """Compresses the file `src` into the archive `dst`, coded against `base` when given;
+    tensors that repeat an earlier one are stored once."""
 
 def decompress_file(
     src: str | os.PathLike[str],
@@ -64,8 +73,15 @@ def decompress_file(
     threads: int | None = None,
     check_md5: bool = False,
     overwrite: bool = False,
+    base: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
-    """Restores the original file of the archive `src` as `dst`."""
+    """Restores the original file of the archive `src` as `dst`; `base`, the path of the base
+    it is coded against."""
 
-def verify(path: str | os.PathLike[str], threads: int | None = None) -> dict[str, Any]:
-    """Decodes the archive `path` without writing, checking every block and the recorded MD5."""
+def verify(
+    path: str | os.PathLike[str],
+    threads: int | None = None,
+    base: str | os.PathLike[str] | None = None,
+) -> dict[str, Any]:
+    """Decodes the archive `path` without writing, checking every block and the recorded MD5;
+    `base`, the path of the base it is coded against."""

@@ -41,18 +41,20 @@ class _Numpy(_core.Framework):
 NUMPY = _Numpy()
 
 
-def load_file(filename: str | os.PathLike, device: str = "cpu", threads: int | None = None) -> dict[str, np.ndarray]:
+def load_file(filename: str | os.PathLike, device: str = "cpu", threads: int | None = None, base: str | os.PathLike | None = None) -> dict[str, np.ndarray]:
     """Every tensor of the archive `filename` as a NumPy array, by name.
 
     Decodes the whole archive in one parallel pass, each tensor into its array's own memory.
-    Raises FileNotFoundError for a missing file and `sc.ScError` for a corrupt, truncated or
-    non-sc one."""
-    return _core.load_file(filename, NUMPY, device, threads)
+    An archive of a fine-tune needs the `base` it was coded against (safetensors file, `.sc`
+    archive or folder of shards). Raises FileNotFoundError for a missing file and `sc.ScError`
+    for a corrupt, truncated or non-sc one, or a missing or wrong base."""
+    return _core.load_file(filename, NUMPY, device, threads, base)
 
 
-def load(data: bytes, threads: int | None = None) -> dict[str, np.ndarray]:
-    """Every tensor of the archive `data` (the bytes of a `.sc` file) as a NumPy array."""
-    return _core.load_bytes(data, NUMPY, threads)
+def load(data: bytes, threads: int | None = None, base: str | os.PathLike | None = None) -> dict[str, np.ndarray]:
+    """Every tensor of the archive `data` (the bytes of a `.sc` file) as a NumPy array, coded
+    against `base` if it is a fine-tune's."""
+    return _core.load_bytes(data, NUMPY, threads, base)
 
 
 def _items(tensors: dict[str, np.ndarray]) -> list[tuple[str, str, list[int], Any]]:

@@ -46,18 +46,20 @@ class _Torch(_core.Framework):
 TORCH = _Torch()
 
 
-def load_file(filename: str | os.PathLike, device: str = "cpu", threads: int | None = None) -> dict[str, torch.Tensor]:
+def load_file(filename: str | os.PathLike, device: str = "cpu", threads: int | None = None, base: str | os.PathLike | None = None) -> dict[str, torch.Tensor]:
     """Every tensor of the archive `filename`, by name (as `safetensors.torch.load_file`).
 
-    Decodes the whole archive in one parallel pass, each tensor into its own memory. Raises
-    FileNotFoundError for a missing file and `sc.ScError` for a corrupt, truncated or non-sc
-    one."""
-    return _core.load_file(filename, TORCH, str(device), threads)
+    Decodes the whole archive in one parallel pass, each tensor into its own memory. An archive
+    of a fine-tune needs the `base` it was coded against (safetensors file, `.sc` archive or
+    folder of shards). Raises FileNotFoundError for a missing file and `sc.ScError` for a
+    corrupt, truncated or non-sc one, or a missing or wrong base."""
+    return _core.load_file(filename, TORCH, str(device), threads, base)
 
 
-def load(data: bytes, threads: int | None = None) -> dict[str, torch.Tensor]:
-    """Every tensor of the archive `data` (the bytes of a `.sc` file)."""
-    return _core.load_bytes(data, TORCH, threads)
+def load(data: bytes, threads: int | None = None, base: str | os.PathLike | None = None) -> dict[str, torch.Tensor]:
+    """Every tensor of the archive `data` (the bytes of a `.sc` file), coded against `base`
+    if it is a fine-tune's."""
+    return _core.load_bytes(data, TORCH, threads, base)
 
 
 def _items(tensors: dict[str, torch.Tensor]) -> list[tuple[str, str, list[int], Any]]:
@@ -82,13 +84,15 @@ def load_model(
     strict: bool = True,
     device: str = "cpu",
     threads: int | None = None,
+    base: str | os.PathLike | None = None,
 ) -> tuple[list[str], list[str]]:
     """Loads the archive `filename` into `model` (as `safetensors.torch.load_model`) and returns
     the missing and unexpected names.
 
     Parameters tied to one that the archive holds (saved once, as `safetensors.torch.save_model`
-    does) are not missing. With `strict`, any missing or unexpected name raises RuntimeError."""
-    state = load_file(filename, device=device, threads=threads)
+    does) are not missing. With `strict`, any missing or unexpected name raises RuntimeError.
+    `base`: the base checkpoint of an archive of a fine-tune."""
+    state = load_file(filename, device=device, threads=threads, base=base)
     missing, unexpected = model.load_state_dict(state, strict=False)
     own = model.state_dict()
     loaded = {own[n].data_ptr() for n in state if n in own and own[n].numel()}

@@ -38,11 +38,12 @@ def shard_archives(folder: str | os.PathLike) -> list[str]:
     return paths
 
 
-def load_state_dict(folder: str | os.PathLike, device: str = "cpu", threads: int | None = None) -> dict[str, Any]:
-    """Every tensor of every weight archive of `folder`, by name."""
+def load_state_dict(folder: str | os.PathLike, device: str = "cpu", threads: int | None = None, base: str | os.PathLike | None = None) -> dict[str, Any]:
+    """Every tensor of every weight archive of `folder`, by name; `base`, the base checkpoint
+    (file or folder) of a fine-tune's archives."""
     state: dict[str, Any] = {}
     for path in shard_archives(folder):
-        state.update(sc_torch.load_file(path, device=device, threads=threads))
+        state.update(sc_torch.load_file(path, device=device, threads=threads, base=base))
     return state
 
 
@@ -51,10 +52,13 @@ def from_pretrained(model_class: Any, folder: str | os.PathLike, **kwargs: Any) 
     archives (single-file or sharded): the config is read from `folder` (unless `config=` is
     given), the weights are decoded from the archives, and both are handed to
     `model_class.from_pretrained` (any transformers model class or `Auto*` class). `threads=`
-    sets the decoding threads; other keyword arguments go to `from_pretrained`."""
+    sets the decoding threads; `base=` gives the base checkpoint (file or folder) of a
+    fine-tune encoded with `sc encode --base`; other keyword arguments go to
+    `from_pretrained`."""
     from transformers import AutoConfig
 
     threads = kwargs.pop("threads", None)
+    base = kwargs.pop("base", None)
     config = kwargs.pop("config", None)
     archives = shard_archives(folder)
     if config is None:
@@ -68,7 +72,7 @@ def from_pretrained(model_class: Any, folder: str | os.PathLike, **kwargs: Any) 
         model_class = mapping[type(config)]
     state: dict[str, Any] = {}
     for path in archives:
-        state.update(sc_torch.load_file(path, threads=threads))
+        state.update(sc_torch.load_file(path, threads=threads, base=base))
     model = model_class.from_pretrained(None, config=config, state_dict=state, **kwargs)
     model.config.name_or_path = os.fspath(folder)
     return model

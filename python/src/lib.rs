@@ -25,10 +25,12 @@ pyo3::create_exception!(
      one-line message the sc command line prints."
 );
 
-/// The failures of the binding: the library's own, a file that cannot be opened (an `OSError`
-/// subclass chosen by errno, like `open()` raises), or a Python-side error.
+/// The failures of the binding: the library's own (with a note to add to its message, if
+/// any), a file that cannot be opened (an `OSError` subclass chosen by errno, like `open()`
+/// raises), or a Python-side error.
 enum Failure {
     Sc(sc::Error),
+    Noted(sc::Error, String),
     Os(io::Error, PathBuf),
     Py(PyErr),
 }
@@ -42,9 +44,14 @@ impl From<sc::Error> for Failure {
 impl Failure {
     fn into_py(self, context: Option<&Path>) -> PyErr {
         match self {
-            Failure::Sc(e) => match context {
-                Some(p) => ScError::new_err(format!("{}: {e}", p.display())),
-                None => ScError::new_err(e.to_string()),
+            // The package's way to give a missing base, as the command line names --base.
+            Failure::Sc(e @ sc::Error::BaseNeeded { .. }) => {
+                Failure::Noted(e, " (give it with base=)".into()).into_py(context)
+            }
+            Failure::Sc(e) => Failure::Noted(e, String::new()).into_py(context),
+            Failure::Noted(e, note) => match context {
+                Some(p) => ScError::new_err(format!("{}: {e}{note}", p.display())),
+                None => ScError::new_err(format!("{e}{note}")),
             },
             Failure::Os(e, path) => {
                 // Errors that carry no errno (tempfile's, say) still have a kind.
@@ -125,6 +132,30 @@ fn open(path: &Path) -> Res<File> {
     Ok(f)
 }
 
+/// Opens the base at `path`; `needed` gives the name of the base the archive to be read
+/// needs, for the message when this one cannot serve. A missing path is an `OSError`, as for
+/// any file.
+fn open_base(path: &Path, needed: impl FnOnce() -> Option<String>) -> Res<sc::Base> {
+    std::fs::metadata(path).map_err(|e| Failure::Os(e, path.into()))?;
+    sc::Base::open(path).map_err(|e| match needed() {
+        Some(n) => Failure::Noted(e, format!(" (the archive needs the base {n:?})")),
+        None => e.into(),
+    })
+}
+
+/// The name of the base the archive read from `input` needs, if it is one that needs one.
+fn needed_base(input: impl Read + Seek + Send) -> Option<String> {
+    let archive = sc::Archive::open(input).ok()?;
+    archive.base_name().map(str::to_string)
+}
+
+/// The base given as `base` (a path), opened for the archive file `archive` (`None` when the
+/// base is for encoding).
+fn base_for(base: Option<&Path>, archive: Option<&Path>) -> Res<Option<sc::Base>> {
+    base.map(|b| open_base(b, || needed_base(File::open(archive?).ok()?)))
+        .transpose()
+}
+
 /// Where an open archive's bytes come from.
 enum Source {
     File(BufReader<File>),
@@ -181,10 +212,16 @@ impl Reader {
 #[pymethods]
 impl Reader {
     /// Opens `source`, a path or the bytes of an archive, reading its header, index and
-    /// trailer; `threads` decoding threads (default: all cores).
+    /// trailer; `threads` decoding threads (default: all cores); `base`, the path of the base
+    /// an archive of a fine-tune is coded against.
     #[new]
-    #[pyo3(signature = (source, threads=None))]
-    fn new(py: Python<'_>, source: &Bound<'_, PyAny>, threads: Option<usize>) -> PyResult<Self> {
+    #[pyo3(signature = (source, threads=None, base=None))]
+    fn new(
+        py: Python<'_>,
+        source: &Bound<'_, PyAny>,
+        threads: Option<usize>,
+        base: Option<PathBuf>,
+    ) -> PyResult<Self> {
         let pool = thread_pool(threads)?;
         let (input, path) = match source.cast::<PyBytes>() {
             Ok(b) => (Err(b.as_bytes().to_vec()), None),
@@ -198,7 +235,17 @@ impl Reader {
                 Ok(p) => Source::File(BufReader::with_capacity(64 << 10, open(&p)?)),
                 Err(bytes) => Source::Memory(Cursor::new(bytes)),
             };
-            Ok(sc::Archive::open(source)?)
+            let base = match &source {
+                Source::File(_) => base_for(base.as_deref(), path.as_deref())?,
+                Source::Memory(m) => {
+                    let needed = || needed_base(Cursor::new(m.get_ref().as_slice()));
+                    base.as_deref().map(|b| open_base(b, needed)).transpose()?
+                }
+            };
+            Ok(match base {
+                Some(b) => sc::Archive::open_with_base(source, b)?,
+                None => sc::Archive::open(source)?,
+            })
         })?;
         Ok(Reader {
             archive: Mutex::new(Some(archive)),
@@ -238,15 +285,17 @@ impl Reader {
         self.with(py, |a| Ok(a.metadata().cloned()))
     }
 
-    /// Archive facts: mode, block size, blocks, archive and original lengths.
+    /// Archive facts: mode, block size, blocks, archive and original lengths, and the name of
+    /// the base it is coded against (or None).
     fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let (mode, block_size, blocks, archive_len, original_len) = self.with(py, |a| {
+        let (mode, block_size, blocks, archive_len, original_len, base) = self.with(py, |a| {
             Ok((
                 a.mode().name(),
                 a.block_size(),
                 a.blocks(),
                 a.archive_len(),
                 a.original_len(),
+                a.base_name().map(str::to_string),
             ))
         })?;
         let d = PyDict::new(py);
@@ -255,6 +304,7 @@ impl Reader {
         d.set_item("blocks", blocks)?;
         d.set_item("archive_len", archive_len)?;
         d.set_item("original_len", original_len)?;
+        d.set_item("base", base)?;
         Ok(d)
     }
 
@@ -464,9 +514,10 @@ fn encode_parts(
     Ok(archive.map(|a| PyBytes::new(py, &a).unbind()))
 }
 
-/// Compresses the file `src` into the archive `dst`.
+/// Compresses the file `src` into the archive `dst`, coded against `base` when given;
+/// tensors that repeat an earlier one are stored once.
 #[pyfunction]
-#[pyo3(signature = (src, dst, mode="fast", block_size=None, md5=None, threads=None, overwrite=false))]
+#[pyo3(signature = (src, dst, mode="fast", block_size=None, md5=None, threads=None, overwrite=false, base=None))]
 #[allow(clippy::too_many_arguments)]
 fn compress_file<'py>(
     py: Python<'py>,
@@ -477,15 +528,20 @@ fn compress_file<'py>(
     md5: Option<bool>,
     threads: Option<usize>,
     overwrite: bool,
+    base: Option<PathBuf>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let mut opts = encode_options(mode, block_size, md5)?;
+    let opts = encode_options(mode, block_size, md5)?;
     let pool = thread_pool(threads)?;
     let report = run(py, pool.as_deref(), Some(&src), || {
         let f = open(&src)?;
-        opts.input_len = Some(f.metadata().map_err(|e| Failure::Os(e, src.clone()))?.len());
+        let base = base_for(base.as_deref(), None)?;
+        let opts = sc::EncodeOptions {
+            base: base.as_ref(),
+            ..opts
+        };
         let mut report = None;
         write_atomically(&dst, overwrite, |w| {
-            report = Some(sc::encode(BufReader::with_capacity(1 << 20, f), w, &opts)?);
+            report = Some(sc::encode_file(&f, w, &opts)?);
             Ok(())
         })?;
         report.ok_or_else(|| Failure::Py(ScError::new_err("encoding did not finish")))
@@ -496,6 +552,8 @@ fn compress_file<'py>(
     d.set_item("blocks", report.blocks)?;
     d.set_item("safetensors", matches!(report.kind, sc::Kind::Safetensors))?;
     d.set_item("md5", report.md5.map(hex))?;
+    d.set_item("based_tensors", report.based_tensors)?;
+    d.set_item("repeated_tensors", report.repeated_tensors)?;
     Ok(d)
 }
 
@@ -504,11 +562,18 @@ fn hex(d: [u8; 16]) -> String {
 }
 
 /// Decodes the archive file `src` into `out`, checking every block and, with `check_md5`, the
-/// recorded MD5 of the whole file.
-fn decode_to(src: &Path, out: impl Write + Send, check_md5: bool) -> Res<sc::DecodeReport> {
+/// recorded MD5 of the whole file; `base`, the path of the base it is coded against.
+fn decode_to(
+    src: &Path,
+    out: impl Write + Send,
+    check_md5: bool,
+    base: Option<&Path>,
+) -> Res<sc::DecodeReport> {
     let f = open(src)?;
+    let base = base_for(base, Some(src))?;
     let opts = sc::DecodeOptions {
         check_md5,
+        base: base.as_ref(),
         ..Default::default()
     };
     Ok(sc::decode_file(&f, out, &opts)?)
@@ -524,9 +589,10 @@ fn decode_report<'py>(py: Python<'py>, r: &sc::DecodeReport) -> PyResult<Bound<'
     Ok(d)
 }
 
-/// Restores the original file of the archive `src` as `dst`.
+/// Restores the original file of the archive `src` as `dst`; `base`, the path of the base it
+/// is coded against.
 #[pyfunction]
-#[pyo3(signature = (src, dst, threads=None, check_md5=false, overwrite=false))]
+#[pyo3(signature = (src, dst, threads=None, check_md5=false, overwrite=false, base=None))]
 fn decompress_file<'py>(
     py: Python<'py>,
     src: PathBuf,
@@ -534,12 +600,13 @@ fn decompress_file<'py>(
     threads: Option<usize>,
     check_md5: bool,
     overwrite: bool,
+    base: Option<PathBuf>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let pool = thread_pool(threads)?;
     let report = run(py, pool.as_deref(), Some(&src), || {
         let mut report = None;
         write_atomically(&dst, overwrite, |w| {
-            report = Some(decode_to(&src, w, check_md5)?);
+            report = Some(decode_to(&src, w, check_md5, base.as_deref())?);
             Ok(())
         })?;
         report.ok_or_else(|| Failure::Py(ScError::new_err("decoding did not finish")))
@@ -548,17 +615,18 @@ fn decompress_file<'py>(
 }
 
 /// Decodes the archive `path` without writing anything, checking every block and the
-/// recorded MD5 when there is one.
+/// recorded MD5 when there is one; `base`, the path of the base it is coded against.
 #[pyfunction]
-#[pyo3(signature = (path, threads=None))]
+#[pyo3(signature = (path, threads=None, base=None))]
 fn verify<'py>(
     py: Python<'py>,
     path: PathBuf,
     threads: Option<usize>,
+    base: Option<PathBuf>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let pool = thread_pool(threads)?;
     let report = run(py, pool.as_deref(), Some(&path), || {
-        decode_to(&path, io::sink(), true)
+        decode_to(&path, io::sink(), true, base.as_deref())
     })?;
     decode_report(py, &report)
 }

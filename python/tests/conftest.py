@@ -29,6 +29,13 @@ def run_sc(*args: str | os.PathLike, check: bool = True) -> subprocess.Completed
     return subprocess.run([sc_bin(), *map(str, args)], capture_output=True, text=True, check=check)
 
 
+def cli_message(*args: str | os.PathLike) -> str:
+    """The one-line error of a command line run that fails."""
+    r = run_sc(*args, check=False)
+    assert r.returncode == 1
+    line = r.stderr.strip()
+    assert line.startswith("sc: error: ") and "\n" not in line, r.stderr
+    return line
 
 
 @pytest.fixture(scope="session")

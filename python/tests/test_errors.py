@@ -16,15 +16,7 @@ import sc
 import sc.numpy
 import sc.torch
 
-from conftest import run_sc
-
-
-def cli_message(*args) -> str:
-    r = run_sc(*args, check=False)
-    assert r.returncode == 1
-    line = r.stderr.strip()
-    assert line.startswith("sc: error: ") and "\n" not in line, r.stderr
-    return line
+from conftest import cli_message
 
 
 def every_way_to_read(path):
