@@ -72,3 +72,23 @@ def test_missing_shard_is_named(tmp_path):
     assert err.value.filename == str(victim)
     with pytest.raises(FileNotFoundError):
         sc.transformers.from_pretrained(transformers.BertForMaskedLM, tmp_path / "nowhere")
+
+
+def test_from_pretrained_with_base(tmp_path):
+    # A fine-tune saved in shards, coded against its base saved whole.
+    base = tiny_bert()
+    base.save_pretrained(tmp_path / "base")
+    tune = tiny_bert()
+    with torch.no_grad():
+        for p in tune.parameters():
+            p.add_(torch.randn_like(p) * 1e-3)
+    tune.save_pretrained(tmp_path / "tune", max_shard_size="30KB")
+    run_sc("encode", "-q", "--base", tmp_path / "base", tmp_path / "tune", "-o", tmp_path / "e")
+    loaded = sc.transformers.from_pretrained(transformers.BertForMaskedLM, tmp_path / "e",
+                                             base=tmp_path / "base")
+    assert_same_state(tune, loaded)
+    state = sc.transformers.load_state_dict(tmp_path / "e", base=tmp_path / "base")
+    own = tune.state_dict()
+    assert state and all(torch.equal(t, own[k]) for k, t in state.items())
+    with pytest.raises(sc.ScError, match='coded against the base "base", which was not given'):
+        sc.transformers.from_pretrained(transformers.BertForMaskedLM, tmp_path / "e")
