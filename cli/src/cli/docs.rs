@@ -63,7 +63,7 @@ stored as its exceptions (sparse); the low plane is Huffman-coded (FAST) or rang
 the base value's exponent as context (BEST, basectx). Tensors the base lacks, and blocks where
 the difference does not pay, are split as above. A tensor that repeats an earlier one byte for
 byte is stored once (xor8 against it: one constant plane). Decoding needs the same base: the
-archive records its name and a digest of each base tensor used.
+archive records its name and a digest of each base tensor used (format version 2).
 
 `sc info ARCHIVE` shows the transforms and codecs an archive uses; docs/FORMAT.md specifies
 the container.
