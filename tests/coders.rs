@@ -1711,7 +1711,8 @@ fn ref_qexp(q: i64) -> u64 {
 
 /// The ctxjoint payload (plane 0) of planes whose elements lie in rows of `row` elements, the
 /// first in column `phase`, as FORMAT.md describes it, with the context base the encoder
-/// writes (the mean magnitude's qlog less 128); `None` when the joint alphabet does not apply.
+/// writes (the mean magnitude's qlog less 8 context steps); `None` when the joint alphabet
+/// does not apply.
 fn ref_ctxjoint(exps: &[u8], mans: &[u8], row: usize, phase: usize) -> Option<Vec<u8>> {
     let (mut out, used, rank) = ref_alphabet(exps, mans)?;
     let n = rank.len();
@@ -1727,14 +1728,16 @@ fn ref_ctxjoint(exps: &[u8], mans: &[u8], row: usize, phase: usize) -> Option<Ve
         })
         .collect();
     let mean = rank.iter().map(|&k| mag[k]).sum::<u64>() / n as u64;
-    let base = (ref_qlog(mean) - 128).clamp(-32768, 32767);
+    // Contexts are u units of qlog apart: half an octave in planes under 65536 elements.
+    let u = if n < 65536 { 32 } else { 16 };
+    let base = (ref_qlog(mean) - 8 * u).clamp(-32768, 32767);
     out.extend_from_slice(&(row as u32).to_le_bytes());
     out.extend_from_slice(&(phase as u32).to_le_bytes());
     out.extend_from_slice(&(base as i16).to_le_bytes());
     // The scale: column sums and deviations, the row's sum and count, rows completed, and
     // the column of the next element to add.
     let (mut sums, mut dev) = (vec![0u64; row], vec![0i64; row]);
-    let (mut s, mut cnt, mut rows, mut a) = (16 * ref_qexp(base + 128), 16u64, 0u64, phase);
+    let (mut s, mut cnt, mut rows, mut a) = (16 * ref_qexp(base + 8 * u), 16u64, 0u64, phase);
     let mut contexts = Vec::with_capacity(n);
     for q in 0..n.div_ceil(4) {
         if q >= 2 {
@@ -1766,7 +1769,7 @@ fn ref_ctxjoint(exps: &[u8], mans: &[u8], row: usize, phase: usize) -> Option<Ve
         }
         let h = ref_qlog(s) - ref_qlog(cnt) - base;
         for i in 4 * q..(4 * q + 4).min(n) {
-            contexts.push(((h + dev[(phase + i) % row]) >> 4).clamp(0, 15) as usize);
+            contexts.push((h + dev[(phase + i) % row]).div_euclid(u).clamp(0, 15) as usize);
         }
     }
     // Sixteen adaptive models, each started from the counts of those started before it.
