@@ -43,6 +43,12 @@ const RANGE_TABLE_FIXED: f64 = 16.0;
 /// its coding time per candidate; the choice rarely changes with more.
 const ROWS_SAMPLE: usize = 1 << 16;
 
+/// Planes of at most this many elements that `ctxjoint` codes are also coded with `joint`, and
+/// the smaller payload is kept: on a few hundred elements the context models' learning can
+/// cost more than they gain (a 384-element plane: 291 bytes against 277). Larger planes rarely
+/// change (a few bytes in 10^6 elements) and would pay a second coding pass.
+const JOINT_TRIAL_MAX: usize = 1 << 14;
+
 /// BEST keeps its modelled codecs (`context` for the sign/mantissa plane, the joint pairs)
 /// unless the order-0 estimate of coding the planes apart promises clearly less: these allow
 /// that estimate 1% and 600 bytes, as it ignores the separate coders' tables and learning cost,
@@ -246,8 +252,9 @@ fn ctx_rows(rows: TensorRows, p: [&[u8]; 2], scratch: &mut Vec<u8>) -> ctxjoint:
 }
 
 /// BEST: planes 0 and 1 of an exponent-aligned block as a ctxjoint/raw6 pair, or joint/raw6
-/// when the block holds no tensor whose rows it would follow (`None`, leaving the buffers to be
-/// overwritten, when the pair does not apply or does not pay; see [`MODEL_SLACK_RATIO`]).
+/// when the block holds no tensor whose rows it would follow or is small and codes smaller so
+/// (see [`JOINT_TRIAL_MAX`]); `None`, leaving the buffers to be overwritten, when the pair does
+/// not apply or does not pay (see [`MODEL_SLACK_RATIO`]).
 fn code_joint(
     p: [&[u8]; 2],
     rows: Option<TensorRows>,
@@ -257,14 +264,10 @@ fn code_joint(
     c0.clear();
     c1.clear();
     let n = p[0].len();
-    let (joint, estimate) = rayon::join(
+    let ((coded, codec), estimate) = rayon::join(
         || match rows {
-            Some(r) => {
-                let rows = ctx_rows(r, p, c0);
-                c0.clear();
-                ctxjoint::encode(p[0], p[1], rows, c0)
-            }
-            None => joint::encode_joint(p[0], p[1], c0),
+            Some(r) => code_ctxjoint(p, r, c0),
+            None => (joint::encode_joint(p[0], p[1], c0), Codec::Joint),
         },
         || {
             raw6::encode(p[1], c1);
@@ -272,13 +275,27 @@ fn code_joint(
             bits * n as f64 / 8.0
         },
     );
-    let codec = match rows {
-        Some(_) => Codec::CtxJoint,
-        None => Codec::Joint,
-    };
     let total = c0.len() + c1.len();
     let pays = (total as f64) < estimate * MODEL_SLACK_RATIO + MODEL_SLACK_BYTES;
-    (joint && total < 2 * n && pays).then_some((codec, Codec::Raw6))
+    (coded && total < 2 * n && pays).then_some((codec, Codec::Raw6))
+}
+
+/// BEST: plane 0 of planes `p` of a tensor's block into `c0` with `ctxjoint`, or with `joint`
+/// for a plane of at most [`JOINT_TRIAL_MAX`] elements that it codes smaller. Returns whether
+/// the codec applied, and which codec it is.
+fn code_ctxjoint(p: [&[u8]; 2], rows: TensorRows, c0: &mut Vec<u8>) -> (bool, Codec) {
+    let rows = ctx_rows(rows, p, c0);
+    c0.clear();
+    let coded = ctxjoint::encode(p[0], p[1], rows, c0);
+    if coded && p[0].len() <= JOINT_TRIAL_MAX {
+        let mut plain = Vec::new();
+        if joint::encode_joint(p[0], p[1], &mut plain) && plain.len() < c0.len() {
+            c0.clear();
+            c0.extend_from_slice(&plain);
+            return (true, Codec::Joint);
+        }
+    }
+    (coded, Codec::CtxJoint)
 }
 
 /// FAST: an `exp16` block as a huffjoint/raw6 pair, coded from the block's words (`None`,
@@ -416,5 +433,41 @@ mod tests {
             })
             .collect();
         assert_eq!(choose_delta(&noise, Transform::Split32), Transform::Split32);
+    }
+
+    /// Small tensor planes keep whichever of ctxjoint and joint codes them smaller; larger
+    /// ones are ctxjoint's whatever joint would give.
+    #[test]
+    fn small_planes_keep_the_smaller_joint_payload() {
+        let mut x = 0x9E37_79B9u32;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x
+        };
+        let mut chosen = Vec::new();
+        for n in [384usize, 1000, 5000, JOINT_TRIAL_MAX + 4] {
+            let exps: Vec<u8> = (0..n).map(|_| 120 - (rnd() % 6).min(rnd() % 6) as u8).collect();
+            let mans: Vec<u8> = (0..n).map(|_| rnd() as u8).collect();
+            let rows = TensorRows {
+                lens: [32, 32],
+                first: 0,
+            };
+            let (mut c0, mut c1) = (Vec::new(), Vec::new());
+            let (codec, _) = code_joint([&exps, &mans], Some(rows), &mut c0, &mut c1).unwrap();
+            let (mut ctx, mut plain) = (Vec::new(), Vec::new());
+            let layout = ctxjoint::Rows::at(32, 0);
+            assert!(ctxjoint::encode(&exps, &mans, layout, &mut ctx));
+            assert!(joint::encode_joint(&exps, &mans, &mut plain));
+            if n <= JOINT_TRIAL_MAX {
+                assert_eq!(c0.len(), ctx.len().min(plain.len()), "n={n}");
+            } else {
+                assert_eq!((codec, c0.len()), (Codec::CtxJoint, ctx.len()), "n={n}");
+            }
+            chosen.push(codec);
+        }
+        // Rows of i.i.d. values give the contexts nothing to learn: joint wins the small ones.
+        assert!(chosen.contains(&Codec::Joint), "{chosen:?}");
     }
 }
