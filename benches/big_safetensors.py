@@ -6,7 +6,9 @@ benches/python_load.py).
 
 OUT holds COPIES copies of SOURCE's tensors under new names (`copyK.NAME`), each copy followed
 by a 1.5 MiB BF16 tensor `copyK.extra.weight` ([768, 1024], real bytes taken from the copy's
-largest tensor).
+largest tensor). Copy K's tensors are rotated by 8K bytes (a whole number of elements of any
+dtype), so that the copies hold the same values but not the same bytes: sc stores a repeated
+tensor once, and an archive of exact copies would be a fraction of the file's size.
 """
 
 import json
@@ -31,20 +33,22 @@ def big_file(src: str, copies: int, dst: str) -> None:
         for name, t in tensors:
             b, e = t["data_offsets"]
             out_header[f"copy{k}.{name}"] = dict(t, data_offsets=[pos, pos + e - b])
-            chunks.append((base + b, e - b))
+            chunks.append((base + b, e - b, 8 * k))
             pos += e - b
         b = largest[1]["data_offsets"][0]
         out_header[f"copy{k}.extra.weight"] = {
             "dtype": "BF16", "shape": [768, 1024], "data_offsets": [pos, pos + extra_len]}
-        chunks.append((base + b + k * 4096, extra_len))
+        chunks.append((base + b + k * 4096, extra_len, 0))
         pos += extra_len
     text = json.dumps(out_header, separators=(",", ":")).encode()
     text += b" " * (-len(text) % 8)
     with open(dst, "wb") as f:
         f.write(struct.pack("<Q", len(text)))
         f.write(text)
-        for start, length in chunks:
-            f.write(data[start:start + length])
+        for start, length, shift in chunks:
+            shift = shift % length if length else 0
+            f.write(data[start + shift:start + length])
+            f.write(data[start:start + shift])
 
 
 if __name__ == "__main__":
