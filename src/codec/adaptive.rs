@@ -47,6 +47,7 @@ const SLOT_PAD: usize = 16;
 /// each coded symbol adds [`INC`], all counts are halved when the total exceeds the limit, and
 /// the coding table is due for a rebuild after 16 symbols, then after intervals doubling up to
 /// the longest.
+#[derive(Clone)]
 pub(crate) struct Counts {
     p: Params,
     used: Vec<u8>,
@@ -131,17 +132,24 @@ impl Counts {
     /// arithmetic only, so both sides agree exactly.
     pub(crate) fn frequencies(&self) -> [u32; 256] {
         let scale = ((PROB_SCALE as u64) << 32) / self.total as u64;
+        let normal = |c: u32| ((c as u64 * scale) >> 32).max(1) as u32;
         let mut freq = [0u32; 256];
-        let mut sum = 0u32;
-        let mut largest = self.used[0];
-        for &s in &self.used {
-            let f = ((self.counts[s as usize] as u64 * scale) >> 32).max(1) as u32;
-            freq[s as usize] = f;
-            sum += f;
-            if f > freq[largest as usize] {
-                largest = s;
+        let n = self.used.len();
+        // Symbols `0..n` (the joint codecs' keys) are normalised as one run, which the
+        // compiler vectorises; the sum and the first largest frequency are found over the
+        // whole table, where the unused symbols' zeros change neither.
+        if self.used.last().map(|&s| s as usize + 1) == Some(n) {
+            for (f, &c) in freq.iter_mut().zip(&self.counts[..n]) {
+                *f = normal(c);
+            }
+        } else {
+            for &s in &self.used {
+                freq[s as usize] = normal(self.counts[s as usize]);
             }
         }
+        let sum: u32 = freq.iter().sum();
+        let top = freq.iter().copied().max().unwrap_or(0);
+        let largest = freq.iter().position(|&f| f == top).unwrap_or(0) as u8;
         // Rounding leaves at most one unit per symbol to settle, and the largest frequency
         // is always big enough to absorb it (it is at least (SCALE - n) / n for n symbols).
         let fix = PROB_SCALE as i64 - sum as i64;

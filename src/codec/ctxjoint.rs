@@ -341,14 +341,14 @@ struct Table {
 }
 
 impl Table {
-    fn new(counts: Counts) -> Box<Table> {
+    fn new(counts: Counts) -> Table {
         let last = counts.used().last().copied().unwrap_or(0);
-        let mut t = Box::new(Table {
+        let mut t = Table {
             counts,
             cf: [0; 256],
             bucket: [0; BUCKETS + BUCKET_PAD],
             last,
-        });
+        };
         t.rebuild();
         t
     }
@@ -364,14 +364,13 @@ impl Table {
             let end = cum.div_ceil(1 << BUCKET_SHIFT) as usize;
             // Most keys span a few entries, where a call to `fill` costs more than the bytes:
             // the first BUCKET_PAD entries are written as one block, which may run into the
-            // next key's entries (that key then overwrites them) or into the padding.
-            if first < end {
-                if let Some(w) = self.bucket.get_mut(first..first + BUCKET_PAD) {
-                    w.copy_from_slice(&[k; BUCKET_PAD]);
-                }
-                if end - first > BUCKET_PAD {
-                    self.bucket[first + BUCKET_PAD..end].fill(k);
-                }
+            // next keys' entries (those keys then overwrite them) or into the padding. Keys
+            // that own no entry (`first == end`) write their block too: it lies wholly in later
+            // keys' entries or the padding, and a branch on it would mispredict.
+            let block = first.min(BUCKETS);
+            self.bucket[block..block + BUCKET_PAD].copy_from_slice(&[k; BUCKET_PAD]);
+            if end > first + BUCKET_PAD {
+                self.bucket[first + BUCKET_PAD..end].fill(k);
             }
         }
     }
@@ -403,7 +402,11 @@ impl Table {
     #[inline(always)]
     fn decode(&mut self, d: &mut Decoder, data: &[u8]) -> u8 {
         let (r, slot) = d.slot();
-        let slot = slot.min(PROB_SCALE - 1);
+        // A predicted branch, where a clamp would lengthen the chain from symbol to symbol.
+        let slot = match slot < PROB_SCALE {
+            true => slot,
+            false => last_slot(),
+        };
         let mut k = self.bucket[(slot >> BUCKET_SHIFT) as usize % BUCKETS];
         let mut cf = self.cf[k as usize];
         while slot >= (cf & 0xFFFF) + (cf >> 16) {
@@ -416,10 +419,21 @@ impl Table {
     }
 }
 
+/// The last slot, for the slots past it that only corrupt streams give. Cold and out of line.
+#[cold]
+#[inline(never)]
+fn last_slot() -> u32 {
+    PROB_SCALE - 1
+}
+
 /// The context models, each started on first use from the counts of those already started.
+/// The tables lie side by side, so that a context's table is found without a pointer.
 struct Models {
     used: usize,
-    tables: [Option<Box<Table>>; CONTEXTS],
+    /// Every context's table; those not yet started hold uniform counts until [`Models::start`].
+    tables: Box<[Table; CONTEXTS]>,
+    /// Bit `c` is set once context `c` is started.
+    started: u32,
     params: Params,
     /// Whether a context starts from the counts of those started (always, but in `sc models`).
     inherit: bool,
@@ -427,9 +441,18 @@ struct Models {
 
 impl Models {
     fn new(used: usize) -> Models {
+        let keys = joint::keys(used);
+        let uniform = Counts::new(keys.clone(), PARAMS, uniform_counts(keys.len()));
+        let tables: Vec<Table> = (0..CONTEXTS)
+            .map(|_| Table::new(uniform.clone()))
+            .collect();
         Models {
             used,
-            tables: Default::default(),
+            tables: match tables.into_boxed_slice().try_into() {
+                Ok(t) => t,
+                Err(_) => unreachable!("CONTEXTS tables"),
+            },
+            started: 0,
             params: PARAMS,
             inherit: true,
         }
@@ -439,13 +462,10 @@ impl Models {
     #[inline(always)]
     fn get(&mut self, c: usize) -> &mut Table {
         let c = c % CONTEXTS;
-        if self.tables[c].is_none() {
+        if self.started & 1 << c == 0 {
             self.start(c);
         }
-        match &mut self.tables[c] {
-            Some(t) => t,
-            None => unreachable!("started above"),
-        }
+        &mut self.tables[c]
     }
 
     /// Starts context `c` with counts of [`INHERIT`] in all, in proportion to the summed counts
@@ -453,23 +473,31 @@ impl Models {
     #[cold]
     fn start(&mut self, c: usize) {
         let mut sum = [0u64; 256];
-        for t in self.tables.iter().flatten() {
-            for (s, &n) in sum.iter_mut().zip(t.counts.counts()) {
-                *s += n as u64;
+        for (d, t) in self.tables.iter().enumerate() {
+            if self.started & 1 << d != 0 {
+                for (s, &n) in sum.iter_mut().zip(t.counts.counts()) {
+                    *s += n as u64;
+                }
             }
         }
         let total: u64 = sum.iter().sum();
-        let mut counts = [0u32; 256];
-        for (n, &s) in counts[..self.used].iter_mut().zip(&sum) {
-            *n = match total {
-                _ if !self.inherit => INC,
-                0 => INC,
-                _ => (s * INHERIT / total).max(1) as u32,
-            };
+        let mut counts = uniform_counts(self.used);
+        if self.inherit && total > 0 {
+            for (n, &s) in counts[..self.used].iter_mut().zip(&sum) {
+                *n = (s * INHERIT / total).max(1) as u32;
+            }
         }
         let used = joint::keys(self.used);
-        self.tables[c] = Some(Table::new(Counts::new(used, self.params, counts)));
+        self.tables[c] = Table::new(Counts::new(used, self.params, counts));
+        self.started |= 1 << c;
     }
+}
+
+/// Counts of [`INC`] for keys `0..used`, 0 for the others.
+fn uniform_counts(used: usize) -> [u32; 256] {
+    let mut counts = [0u32; 256];
+    counts[..used.min(256)].fill(INC);
+    counts
 }
 
 /// The context base an encoder writes: the mean magnitude of the block's elements half the
@@ -659,22 +687,6 @@ struct State<'a> {
     done: usize,
 }
 
-/// Decodes the key of the next element from `d`, which reads `data`, with the model of
-/// context `c`; `last` takes its magnitude.
-#[inline(always)]
-fn step(
-    models: &mut Models,
-    mag: &[u64; 256],
-    d: &mut Decoder,
-    data: &[u8],
-    c: usize,
-    last: &mut u64,
-) -> u8 {
-    let k = models.get(c).decode(d, data);
-    *last = mag[k as usize];
-    k
-}
-
 impl State<'_> {
     /// Decodes the next `out.len()` keys into `out`; every call but the plane's last decodes
     /// whole quads.
@@ -703,10 +715,15 @@ impl State<'_> {
             }
             let row = scale.row();
             if let ([k0, k1, k2, k3], true) = (&mut *quad, q >= 2) {
-                *k0 = step(models, mag, &mut d0, data, scale.context(row, 0), l0);
-                *k1 = step(models, mag, &mut d1, data, scale.context(row, 1), l1);
-                *k2 = step(models, mag, &mut d0, data, scale.context(row, 2), l2);
-                *k3 = step(models, mag, &mut d1, data, scale.context(row, 3), l3);
+                // Each context is found just before its element, and the keys and magnitudes
+                // are stored after the quad: fewer values live across the quad leave more
+                // registers to the two decoders' state.
+                let a = models.get(scale.context(row, 0)).decode(&mut d0, data);
+                let b = models.get(scale.context(row, 1)).decode(&mut d1, data);
+                let c = models.get(scale.context(row, 2)).decode(&mut d0, data);
+                let d = models.get(scale.context(row, 3)).decode(&mut d1, data);
+                [*k0, *k1, *k2, *k3] = [a, b, c, d];
+                [*l0, *l1, *l2, *l3] = [a, b, c, d].map(|k| mag[k as usize]);
                 continue;
             }
             // The plane's first two quads (nothing added yet) or its last, partial one.
@@ -715,8 +732,14 @@ impl State<'_> {
                     0 | 1 => scale.first_context(row, q * QUAD + j),
                     _ => scale.context(row, j),
                 };
-                let d = if j % 2 == 0 { &mut d0 } else { &mut d1 };
-                *k = step(models, mag, d, data, c, l);
+                // Each decoder is named in a path of its own: a reference chosen between
+                // them at run time would keep both decoders in memory throughout the loop.
+                let t = models.get(c);
+                *k = match j % 2 {
+                    0 => t.decode(&mut d0, data),
+                    _ => t.decode(&mut d1, data),
+                };
+                *l = mag[*k as usize];
             }
         }
         self.streams.decs = [d0, d1];
