@@ -17,6 +17,7 @@ pub fn base() -> &'static Base {
     static BASE: OnceLock<Base> = OnceLock::new();
     BASE.get_or_init(|| {
         let tiny = include_bytes!("../testdata/tiny.safetensors");
+        // Compiled-in bytes that tests/fine_tune.rs also opens as a base: they cannot fail.
         Base::from_bytes("tiny.safetensors", tiny.to_vec()).expect("tiny.safetensors is valid")
     })
 }
@@ -116,6 +117,9 @@ pub fn roundtrip(data: &[u8]) {
         base,
         ..EncodeOptions::new(mode)
     };
+    // This module is built only with the `internals` feature, for tests and fuzz targets: here
+    // a failure to encode or to decode what was just encoded is the bug being looked for, and
+    // the panic is how the fuzzer and the property test report it.
     let archive = crate::encode_to_vec(input, &opts).expect("encoding into memory cannot fail");
     let opts = DecodeOptions {
         check_md5: true,
