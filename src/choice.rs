@@ -290,8 +290,7 @@ fn code_ctxjoint(p: [&[u8]; 2], rows: TensorRows, c0: &mut Vec<u8>) -> (bool, Co
     if coded && p[0].len() <= JOINT_TRIAL_MAX {
         let mut plain = Vec::new();
         if joint::encode_joint(p[0], p[1], &mut plain) && plain.len() < c0.len() {
-            c0.clear();
-            c0.extend_from_slice(&plain);
+            std::mem::swap(c0, &mut plain);
             return (true, Codec::Joint);
         }
     }
