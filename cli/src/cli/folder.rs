@@ -8,8 +8,8 @@
 use super::output::Settings;
 use super::text::printable;
 use super::{
-    decode_one, encode_one, is_stdio, mb_per_s, memory, note, progress_bar, write_with, DecodeArgs,
-    EncodeArgs, OutputArgs,
+    decode_one, encode_one, is_stdio, mb_per_s, memory, note, progress_bar, write_with, Common,
+    DecodeArgs, EncodeArgs, OutputArgs,
 };
 use anyhow::{anyhow, bail, Context, Result};
 use std::fmt::Write as _;
@@ -471,13 +471,13 @@ pub fn encode(a: &EncodeArgs, base: Option<&sc::Base>) -> Result<()> {
         },
     };
     let talk = a.common.talk;
-    let jobs = plan(&a.inputs, &a.out, talk.quiet, naming)?;
-    let start = Instant::now();
-    let outcomes = run(
-        &jobs,
-        talk.quiet,
-        a.out.force,
-        memory(&a.common),
+    let mode = a.mode().name();
+    plan_run_report(
+        &a.inputs,
+        &a.out,
+        &a.common,
+        naming,
+        mode,
         // Any file may hold repeated tensors, which take the memory of references.
         |_| sc::memory_needed_with_references(a.block_size),
         |job, memory, progress| {
@@ -491,9 +491,7 @@ pub fn encode(a: &EncodeArgs, base: Option<&sc::Base>) -> Result<()> {
             }
             Ok((r.original_len, r.archive_len))
         },
-    );
-    let mode = a.mode().name();
-    report(&label(&a.inputs), &jobs, &outcomes, mode, talk.quiet, start)
+    )
 }
 
 /// `sc decode INPUT...` with a folder or several inputs: every `*.sc` archive below a folder
@@ -512,13 +510,12 @@ pub fn decode(a: &DecodeArgs, base: Option<&sc::Base>) -> Result<()> {
         },
     };
     let talk = a.common.talk;
-    let jobs = plan(&a.inputs, &a.out, talk.quiet, naming)?;
-    let start = Instant::now();
-    let outcomes = run(
-        &jobs,
-        talk.quiet,
-        a.out.force,
-        memory(&a.common),
+    plan_run_report(
+        &a.inputs,
+        &a.out,
+        &a.common,
+        naming,
+        "decoded",
         |job| archive_memory_needed(&job.src),
         |job, memory, progress| {
             let started = Instant::now();
@@ -533,15 +530,30 @@ pub fn decode(a: &DecodeArgs, base: Option<&sc::Base>) -> Result<()> {
             }
             Ok((r.archive_len, r.original_len))
         },
-    );
-    report(
-        &label(&a.inputs),
-        &jobs,
-        &outcomes,
-        "decoded",
-        talk.quiet,
-        start,
     )
+}
+
+/// The steps folder encode and decode share: plans the jobs of `inputs` (written as `out`
+/// says) with `naming`, runs them with `common`'s memory ([`run`] tells `needed` and `code`)
+/// and reports the run with `verb`.
+fn plan_run_report<F, G>(
+    inputs: &[PathBuf],
+    out: &OutputArgs,
+    common: &Common,
+    naming: Naming<F, G>,
+    verb: &str,
+    needed: impl Fn(&Job) -> u64 + Sync,
+    code: impl Fn(&Job, u64, &(dyn Fn(u64) + Sync)) -> Result<(u64, u64)> + Sync,
+) -> Result<()>
+where
+    F: Fn(&Path) -> Option<PathBuf>,
+    G: Fn(&Path) -> Given,
+{
+    let quiet = common.talk.quiet;
+    let jobs = plan(inputs, out, quiet, naming)?;
+    let start = Instant::now();
+    let outcomes = run(&jobs, quiet, out.force, memory(common), needed, code);
+    report(&label(inputs), &jobs, &outcomes, verb, quiet, start)
 }
 
 /// The memory decoding an archive needs at least, from the block size it records and whether
