@@ -905,6 +905,9 @@ pub struct ArchiveInfo {
     /// Bytes of the original safetensors header kept verbatim (the 8-byte length and the
     /// JSON); 0 for a generic archive.
     pub kept_header_len: u64,
+    /// Bytes the kept header takes in the archive: `kept_header_len`, or less when it is stored
+    /// deflated (format version 3).
+    pub kept_header_stored: u64,
     /// The tensors of a safetensors archive, by data offset (`None` for a generic archive, or
     /// a kept header that does not parse).
     pub tensors: Option<Vec<TensorInfo>>,
@@ -1004,6 +1007,7 @@ pub fn inspect<R: Read + Seek>(r: &mut R) -> Result<ArchiveInfo> {
         blocks: footer.index.len() as u64,
         md5: header.md5.then_some(footer.md5),
         kept_header_len: header.prefix.len() as u64,
+        kept_header_stored: header.kept_stored_len(),
         tensors,
         codecs,
         transforms,

@@ -99,6 +99,10 @@ struct Fixture {
     archive: Vec<u8>,
     header_len: usize,
     prefix_len: usize,
+    /// Bytes the kept header takes in the archive (its deflated form and length field, when
+    /// `packed`).
+    kept_stored: usize,
+    packed: bool,
     block_size: u32,
     blocks: Vec<BlockLoc>,
     end_offset: usize,
@@ -173,6 +177,8 @@ impl Fixture {
             name: name.to_string(),
             header_len,
             prefix_len: info.header().prefix.len(),
+            kept_stored: info.kept_header_stored as usize,
+            packed: info.header().packed.is_some(),
             block_size,
             blocks,
             end_offset,
@@ -236,9 +242,9 @@ impl Fixture {
             // Mode, kind, block size, flags: range checks or the header checksum.
             return Expect::Corrupt;
         }
-        if pos < HEADER_FIXED_LEN {
-            // The prefix length: impossible, or the prefix/checksum read runs off the end, or the
-            // checksum fails.
+        if pos < HEADER_FIXED_LEN || (self.packed && pos < HEADER_FIXED_LEN + 4) {
+            // The prefix length or the deflated kept header's length: impossible, or the read
+            // of the kept header or the checksum runs off the end, or the checksum fails.
             return Expect::CorruptOrTruncated;
         }
         if pos < self.header_len {
@@ -688,13 +694,16 @@ fn header_cases(t: &mut Tally, fx: &Fixture) {
     t.mutate_all(fx, "block size", &[8, 9, 10, 11]);
     t.mutate_all(fx, "flags", &[12, 15]);
     t.mutate_all(fx, "prefix length", &[16, 17, 18, 20, 23]);
-    let p = fx.prefix_len;
-    if p > 0 {
+    let (p, s) = (fx.prefix_len, fx.kept_stored);
+    if fx.packed {
+        t.mutate_all(fx, "deflated kept-header length", &[24, 25, 27]);
+        t.mutate_all(fx, "deflated kept header", &spread(28, s - 4));
+    } else if p > 0 {
         let json_len_field = within(24, 24 + p, [24, 25, 31]);
         t.mutate_all(fx, "kept json length", &json_len_field);
         t.mutate_all(fx, "kept json", &spread(32, p - 8));
     }
-    t.mutate_all(fx, "header checksum", &spread(24 + p, 8));
+    t.mutate_all(fx, "header checksum", &spread(24 + s, 8));
     // The mode byte switched to the other valid mode: only the checksum can tell.
     let mut bad = fx.archive.clone();
     bad[6] ^= 1;
@@ -1031,6 +1040,27 @@ fn legacy_version_1_joint_archive_every_byte() {
     );
 }
 
+/// The same file as a BEST archive of format version 3: its kept header stored deflated.
+const BEST_V3: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/tiny.best-v3.sc");
+
+#[test]
+fn version_3_deflated_header_archive_every_byte() {
+    let archive = std::fs::read(BEST_V3).expect("committed archive in testdata/");
+    assert_eq!(u16::from_le_bytes([archive[4], archive[5]]), 3);
+    legacy_archive_every_byte("BEST v3", BEST_V3, Mode::Best, [Codec::Joint, Codec::Raw6]);
+    let fx = Fixture::from_archive(
+        "BEST v3",
+        std::fs::read(TINY).unwrap(),
+        archive,
+        Mode::Best,
+        4096,
+    );
+    assert!(fx.packed);
+    let mut t = Tally::default();
+    header_cases(&mut t, &fx);
+    t.finish("BEST v3 header");
+}
+
 #[test]
 fn legacy_huffman_stored_archive_every_byte() {
     legacy_archive_every_byte(
@@ -1087,6 +1117,99 @@ fn crafted_header(kind: u8, block_size: u32, prefix_len: u64, prefix: &[u8]) -> 
     let sum = sc::container::checksum::xxh3(&b);
     b.extend_from_slice(&sum.to_le_bytes());
     b
+}
+
+/// A version 3 file header (safetensors, 4 KiB blocks) whose kept header of `prefix_len`
+/// bytes is stored as `packed`, with a correct checksum.
+fn crafted_packed_header(prefix_len: u64, packed: &[u8]) -> Vec<u8> {
+    let mut b = vec![0x89, b'S', b'C', b'W', 3, 0, 0, 1];
+    b.extend_from_slice(&4096u32.to_le_bytes());
+    b.extend_from_slice(&4u32.to_le_bytes());
+    b.extend_from_slice(&prefix_len.to_le_bytes());
+    b.extend_from_slice(&(packed.len() as u32).to_le_bytes());
+    b.extend_from_slice(packed);
+    let sum = sc::container::checksum::xxh3(&b);
+    b.extend_from_slice(&sum.to_le_bytes());
+    b
+}
+
+/// A deflated kept header with a correct checksum but a stream that does not inflate to the
+/// prefix: a one-line error naming it, never a panic, and memory that follows what the stream
+/// really makes rather than the length it claims.
+#[test]
+fn crafted_deflated_kept_headers_fail_cleanly() {
+    let fx = small_fixture();
+    assert!(fx.packed);
+    let body = &fx.archive[fx.header_len..];
+    let kept = sc::container::kept::pack(&fx.original[..fx.prefix_len]).unwrap();
+    let p = fx.prefix_len as u64;
+    let named = |e: &Error| e.to_string().contains("kept safetensors header corrupt");
+    let mut cases: Vec<(String, u64, Vec<u8>)> = vec![
+        ("claims a byte more".into(), p + 1, kept.clone()),
+        ("claims a byte less".into(), p - 1, kept.clone()),
+        ("cut short".into(), p, kept[..kept.len() - 1].to_vec()),
+        ("a byte after its end".into(), p, [&kept[..], &[0]].concat()),
+        ("not deflate".into(), p, vec![0xFF; kept.len()]),
+    ];
+    // A stream that makes 1 MiB of zeros, under a claim of the format's limit.
+    let mut zeros = ((1u64 << 20) - 8).to_le_bytes().to_vec();
+    zeros.resize(1 << 20, 0);
+    let bomb = sc::container::kept::pack(&zeros).unwrap();
+    cases.push(("1 MiB under a 100 MiB claim".into(), (100 << 20) + 8, bomb));
+    for (case, claim, packed) in cases {
+        let mut bad = crafted_packed_header(claim, &packed);
+        bad.extend_from_slice(body);
+        for len in [Some(bad.len() as u64), None] {
+            let (got, peak) = largest_allocation(|| run_decode(&bad, len));
+            match got {
+                Ok(Err(e)) if named(&e) => {}
+                other => panic!("{case}: expected a kept-header error, got {other:?}"),
+            }
+            assert!(peak <= 4 * MIB, "{case}: allocated {peak} bytes");
+        }
+        let got = catch_unwind(AssertUnwindSafe(|| inspect(&mut Cursor::new(&bad))));
+        assert!(matches!(got, Ok(Err(ref e)) if named(e)), "{case}: {got:?}");
+    }
+    // A deflated length that is zero or longer than the prefix is impossible.
+    for c in [0u32, p as u32 + 1] {
+        let mut bad = crafted_packed_header(p, &kept);
+        bad[24..28].copy_from_slice(&c.to_le_bytes());
+        assert!(
+            matches!(run_decode(&bad, None), Ok(Err(Error::Corrupt(_)))),
+            "{c}"
+        );
+    }
+    // Version 2 does not know flag bit 2.
+    let mut bad = crafted_packed_header(p, &kept);
+    bad[4] = 2;
+    let end = bad.len() - 8;
+    let sum = sc::container::checksum::xxh3(&bad[..end]);
+    bad[end..].copy_from_slice(&sum.to_le_bytes());
+    assert!(matches!(run_decode(&bad, None), Ok(Err(Error::Corrupt(_)))));
+}
+
+/// Every byte of a deflated kept header mutated with the checksum made right, so that the
+/// inflater sees it: an error, or (padding bits, or a literal of the JSON changed) a decode
+/// that the rest of the archive then checks; never a panic.
+#[test]
+fn deflated_kept_header_mutations_reach_the_inflater() {
+    let fx = small_fixture();
+    let end = HEADER_FIXED_LEN + fx.kept_stored;
+    let mut kept_errors = 0;
+    for pos in HEADER_FIXED_LEN + 4..end {
+        for m in Mutation::standard(pos) {
+            let mut bad = fx.archive.clone();
+            bad[pos] = m.apply(bad[pos]);
+            let sum = sc::container::checksum::xxh3(&bad[..end]);
+            bad[end..end + 8].copy_from_slice(&sum.to_le_bytes());
+            match run_decode(&bad, Some(bad.len() as u64)) {
+                Err(p) => panic!("byte {pos}: panicked: {p}"),
+                Ok(Err(e)) => kept_errors += e.to_string().contains("kept") as usize,
+                Ok(Ok(out)) => assert_eq!(out.len(), fx.original.len()),
+            }
+        }
+    }
+    assert!(kept_errors > 0);
 }
 
 fn small_fixture() -> &'static Fixture {
@@ -1285,6 +1408,8 @@ fn crafted_maximal_block_is_not_allocated_from_a_short_archive() {
         archive: a.clone(),
         header_len: 32,
         prefix_len: 0,
+        kept_stored: 0,
+        packed: false,
         block_size: MAX_BLOCK_SIZE,
         blocks: Vec::new(),
         end_offset: a.len(),
@@ -1406,9 +1531,19 @@ fn inspect_trailer_end_offset_max() {
 fn header_layout_matches_the_format() {
     let fx = small_fixture();
     let h = FileHeader::read(&mut &fx.archive[..], Some(fx.archive.len() as u64)).unwrap();
+    let packed = h.packed.as_ref().expect("a safetensors header deflates");
     assert_eq!(
         h.encoded_len() as usize,
-        HEADER_FIXED_LEN + h.prefix.len() + 8
+        HEADER_FIXED_LEN + 4 + packed.len() + 8
+    );
+    assert_eq!(
+        u32::from_le_bytes(fx.archive[24..28].try_into().unwrap()) as usize,
+        packed.len()
+    );
+    assert_eq!(u16::from_le_bytes([fx.archive[4], fx.archive[5]]), 3);
+    assert_eq!(
+        u32::from_le_bytes(fx.archive[12..16].try_into().unwrap()) & 4,
+        4
     );
     assert_eq!(&fx.archive[..4], &[0x89, b'S', b'C', b'W']);
     assert_eq!(&fx.archive[fx.archive.len() - 4..], b"SCWE");

@@ -153,7 +153,9 @@ fn the_excerpt_pair_codes_to_a_fraction_and_round_trips() {
         let in_memory = Base::from_bytes("tune-base.safetensors", base_bytes.clone()).unwrap();
         assert!(decode_to_vec(&archive, &with(&in_memory)).unwrap() == tune);
         let info = inspect(&mut Cursor::new(&archive)).unwrap();
-        assert_eq!(info.format_version, 2);
+        // The kept header deflates: version 3.
+        assert_eq!(info.format_version, 3);
+        assert!(info.kept_header_stored < info.kept_header_len);
         assert_eq!(info.base_name.as_deref(), Some("tune-base.safetensors"));
         assert_eq!(info.based_tensors, 7);
         assert!(
@@ -164,6 +166,30 @@ fn the_excerpt_pair_codes_to_a_fraction_and_round_trips() {
         if mode == Mode::Best {
             assert!(info.codecs.contains_key("basectx"), "{:?}", info.codecs);
         }
+    }
+}
+
+/// Committed archives of `testdata/tiny-tune.safetensors` coded against
+/// `testdata/tiny.safetensors` (BEST, 4 KiB blocks): by the last encoder of format version 2
+/// (kept header stored as it is) and by a version 3 encoder (kept header deflated, the
+/// reference section after it). Both must keep decoding, every way an archive is read.
+#[test]
+fn committed_version_2_and_3_archives_with_references_decode() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/");
+    let tune = read(&format!("{dir}tiny-tune.safetensors"));
+    let base = Base::open(Path::new(&format!("{dir}tiny.safetensors"))).unwrap();
+    for (file, version) in [("tiny-tune.best-v2.sc", 2), ("tiny-tune.best-v3.sc", 3)] {
+        let archive = read(&format!("{dir}{file}"));
+        let info = inspect(&mut Cursor::new(&archive)).unwrap();
+        assert_eq!(info.format_version, version, "{file}");
+        assert_eq!(info.kept_header_stored < info.kept_header_len, version == 3);
+        assert_eq!(info.base_name.as_deref(), Some("tiny.safetensors"));
+        assert!(info.transforms.contains_key("sub16"), "{file}");
+        decodes_everywhere(&archive, &tune, Some(&base));
+        assert!(matches!(
+            decode_to_vec(&archive, &DecodeOptions::default()),
+            Err(Error::BaseNeeded { .. })
+        ));
     }
 }
 

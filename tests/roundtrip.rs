@@ -171,6 +171,38 @@ fn check_inspect(archive: &[u8], input: &[u8], report: &EncodeReport, what: &str
     assert_eq!(at, input.len() as u64, "{what}");
     let planes: u64 = info.codecs.values().map(|c| c.original).sum();
     assert_eq!(planes, (input.len() - prefix) as u64, "{what}");
+    check_version(&info, what);
+}
+
+/// The archive says the lowest format version that holds it (docs/FORMAT.md, Versioning), and
+/// uses nothing newer.
+fn check_version(info: &sc::ArchiveInfo, what: &str) {
+    let h = info.header();
+    let want = if h.packed.is_some() {
+        3
+    } else if h.refs.is_some() || h.mode == Mode::Best {
+        2
+    } else {
+        1
+    };
+    assert_eq!(h.version, want, "{what}");
+    let version_2 = ["ctxjoint", "sparse", "basectx"]
+        .iter()
+        .any(|c| info.codecs.contains_key(c))
+        || ["xor8", "xor16", "sub16", "xor32", "sub32"]
+            .iter()
+            .any(|t| info.transforms.contains_key(t));
+    assert!(
+        h.version >= 2 || !version_2,
+        "{what}: {:?} {:?}",
+        info.codecs.keys(),
+        info.transforms.keys()
+    );
+    // Real headers (a tensor entry is some 60 bytes of JSON) always deflate smaller.
+    if h.kind == Kind::Safetensors && h.prefix.len() > 200 {
+        assert!(h.packed.is_some(), "{what}");
+        assert!(info.kept_header_stored < info.kept_header_len, "{what}");
+    }
 }
 
 /// Round trip in both modes, with the length known and as a stream; returns the FAST and BEST

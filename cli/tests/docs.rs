@@ -74,6 +74,8 @@ fn info_json_matches_the_archive() {
     assert_eq!(doc["blocks"], info.blocks);
     assert_eq!(doc["md5"], hex(&info.md5.unwrap()));
     assert_eq!(doc["kept_header_bytes"], info.kept_header_len);
+    assert_eq!(doc["kept_header_stored_bytes"], info.kept_header_stored);
+    assert!(info.kept_header_stored < info.kept_header_len);
     assert_eq!(doc["tensors"], 10);
     let transforms: Numbers = info
         .transforms

@@ -5,6 +5,7 @@
 //! allocated from it.
 
 pub mod checksum;
+pub mod kept;
 pub mod refs;
 
 use crate::codec::{self, Codec};
@@ -19,8 +20,9 @@ use std::io::{self, Read, Write};
 pub const MAGIC: [u8; 4] = [0x89, b'S', b'C', b'W'];
 /// Last bytes of every archive.
 pub const END_MAGIC: [u8; 4] = *b"SCWE";
-/// Format version written by this build, and the newest it reads.
-pub const VERSION: u16 = 2;
+/// Newest format version this build writes and reads. Each archive is written with the lowest
+/// version that holds what it uses (see [`FileHeader::new`]).
+pub const VERSION: u16 = 3;
 /// Oldest format version this build reads: version 2 added the `ctxjoint` codec, the
 /// reference section and the delta transforms, so version 1 archives read as they always did.
 pub const OLDEST_VERSION: u16 = 1;
@@ -118,7 +120,8 @@ fn corrupt(msg: impl Into<String>) -> Error {
 /// followed by the reference section when the archive has one.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileHeader {
-    /// Format version of the archive (written: always [`VERSION`]).
+    /// Format version of the archive: the lowest that holds what it uses when written by
+    /// [`FileHeader::new`].
     pub version: u16,
     /// Mode the archive was made with.
     pub mode: Mode,
@@ -128,6 +131,9 @@ pub struct FileHeader {
     pub block_size: u32,
     /// The original file's first bytes (8-byte length and JSON), empty for generic input.
     pub prefix: Vec<u8>,
+    /// `prefix` deflated, as the archive stores it (version 3, flag bit 2), or `None` when the
+    /// archive stores `prefix` as it is.
+    pub packed: Option<Vec<u8>>,
     /// Whether the trailer records the MD5 of the original file.
     pub md5: bool,
     /// What tensors are coded against (version 2 on): a base, or earlier tensors.
@@ -139,17 +145,61 @@ pub struct FileHeader {
 const FLAG_NO_MD5: u32 = 1;
 /// Header flag (version 2 on): a reference section follows the header.
 const FLAG_REFS: u32 = 2;
+/// Header flag (version 3 on): the kept safetensors header is stored deflated.
+const FLAG_PACKED: u32 = 4;
 
 impl FileHeader {
+    /// The header of a new archive: the kept header `prefix` deflated when that is smaller, and
+    /// the lowest format version that holds the archive, so that older readers read what they
+    /// can. Version 3 for a deflated kept header; else 2 for a reference section or BEST mode
+    /// (whose `ctxjoint` codec is version 2); else 1 (FAST codes with version 1's transforms and
+    /// codecs alone unless it has references).
+    pub fn new(
+        mode: Mode,
+        kind: Kind,
+        block_size: u32,
+        prefix: Vec<u8>,
+        md5: bool,
+        refs: Option<References>,
+    ) -> FileHeader {
+        let packed = kept::pack(&prefix);
+        let version = if packed.is_some() {
+            3
+        } else if refs.is_some() || mode == Mode::Best {
+            2
+        } else {
+            1
+        };
+        FileHeader {
+            version,
+            mode,
+            kind,
+            block_size,
+            prefix,
+            packed,
+            md5,
+            refs,
+        }
+    }
+
+    /// Bytes the kept header takes in the archive: the prefix, or its deflated form and that
+    /// form's length field.
+    pub fn kept_stored_len(&self) -> u64 {
+        match &self.packed {
+            Some(p) => (kept::PACKED_LEN_FIELD + p.len()) as u64,
+            None => self.prefix.len() as u64,
+        }
+    }
+
     /// Serialised length, reference section included: where block 0 starts.
     pub fn encoded_len(&self) -> u64 {
         let refs = self.refs.as_ref().map_or(0, |r| r.to_bytes().len());
-        (HEADER_FIXED_LEN + self.prefix.len() + 8 + refs) as u64
+        HEADER_FIXED_LEN as u64 + self.kept_stored_len() + 8 + refs as u64
     }
 
     /// Writes the header (and the reference section, if any).
     pub fn write(&self, w: &mut impl Write) -> io::Result<()> {
-        let mut b = Vec::with_capacity(HEADER_FIXED_LEN + self.prefix.len() + 8);
+        let mut b = Vec::with_capacity(HEADER_FIXED_LEN + self.kept_stored_len() as usize + 8);
         b.extend_from_slice(&MAGIC);
         b.extend_from_slice(&self.version.to_le_bytes());
         b.push(self.mode as u8);
@@ -159,9 +209,18 @@ impl FileHeader {
         if self.refs.is_some() {
             flags |= FLAG_REFS;
         }
+        if self.packed.is_some() {
+            flags |= FLAG_PACKED;
+        }
         b.extend_from_slice(&flags.to_le_bytes());
         b.extend_from_slice(&(self.prefix.len() as u64).to_le_bytes());
-        b.extend_from_slice(&self.prefix);
+        match &self.packed {
+            Some(p) => {
+                b.extend_from_slice(&(p.len() as u32).to_le_bytes());
+                b.extend_from_slice(p);
+            }
+            None => b.extend_from_slice(&self.prefix),
+        }
         let sum = checksum::xxh3(&b);
         b.extend_from_slice(&sum.to_le_bytes());
         if let Some(refs) = &self.refs {
@@ -205,7 +264,8 @@ impl FileHeader {
         let flags = u32_at(&fixed, 12);
         let known = match version {
             1 => FLAG_NO_MD5,
-            _ => FLAG_NO_MD5 | FLAG_REFS,
+            2 => FLAG_NO_MD5 | FLAG_REFS,
+            _ => FLAG_NO_MD5 | FLAG_REFS | FLAG_PACKED,
         };
         if flags & !known != 0 {
             return Err(corrupt("file header has unknown flags set"));
@@ -220,27 +280,48 @@ impl FileHeader {
                 "file header: kept-header length {prefix_len} is impossible"
             )));
         }
-        let after_fixed = (HEADER_FIXED_LEN + 8) as u64;
-        if archive_len.is_some_and(|len| prefix_len.saturating_add(after_fixed) > len) {
-            return Err(Error::Truncated("kept safetensors header"));
-        }
-        let mut prefix = vec![0u8; prefix_len as usize];
-        read_exact_or(r, &mut prefix, "kept safetensors header")?;
-        let mut sum = [0u8; 8];
-        read_exact_or(r, &mut sum, "file header checksum")?;
         let mut h = twox_hash::XxHash3_64::new();
         h.write(&fixed);
-        h.write(&prefix);
+        let room = archive_len.map(|len| len.saturating_sub(HEADER_FIXED_LEN as u64));
+        let (prefix, packed, stored) = if flags & FLAG_PACKED == 0 {
+            let prefix = read_checked(r, prefix_len, room, "kept safetensors header")?;
+            h.write(&prefix);
+            (prefix, None, prefix_len)
+        } else {
+            if kind != Kind::Safetensors {
+                return Err(corrupt("a generic archive with a deflated kept header"));
+            }
+            let mut field = [0u8; kept::PACKED_LEN_FIELD];
+            read_exact_or(r, &mut field, "kept safetensors header")?;
+            h.write(&field);
+            let packed_len = u32::from_le_bytes(field) as u64;
+            if packed_len == 0 || packed_len > prefix_len {
+                return Err(corrupt(format!(
+                    "file header: deflated kept-header length {packed_len} is impossible"
+                )));
+            }
+            let room = room.map(|len| len.saturating_sub(field.len() as u64));
+            let packed = read_checked(r, packed_len, room, "kept safetensors header")?;
+            h.write(&packed);
+            (Vec::new(), Some(packed), field.len() as u64 + packed_len)
+        };
+        let mut sum = [0u8; 8];
+        read_exact_or(r, &mut sum, "file header checksum")?;
         if h.finish() != u64::from_le_bytes(sum) {
             return Err(corrupt("file header checksum mismatch"));
         }
+        let prefix = match &packed {
+            Some(p) => kept::unpack(p, prefix_len as usize)?,
+            None => prefix,
+        };
         if kind == Kind::Safetensors && u64_at(&prefix, 0) != prefix_len - 8 {
             return Err(corrupt("kept safetensors header has the wrong length"));
         }
         let refs = match flags & FLAG_REFS {
             0 => None,
             _ => {
-                let room = archive_len.map(|len| len.saturating_sub(after_fixed + prefix_len));
+                let after = HEADER_FIXED_LEN as u64 + stored + 8;
+                let room = archive_len.map(|len| len.saturating_sub(after));
                 let refs = References::read(r, room)?;
                 if kind != Kind::Safetensors && !refs.entries.is_empty() {
                     return Err(corrupt("a generic archive with tensor references"));
@@ -254,6 +335,7 @@ impl FileHeader {
             kind,
             block_size,
             prefix,
+            packed,
             md5: flags & FLAG_NO_MD5 == 0,
             refs,
         })
@@ -270,6 +352,23 @@ impl FileHeader {
             )),
         }
     }
+}
+
+/// Reads `len` bytes of the file header's variable part (`what` names it), refused as
+/// truncated before anything is allocated when they and the checksum after them cannot fit in
+/// `room`, the archive's bytes from here on (when known).
+fn read_checked(
+    r: &mut impl Read,
+    len: u64,
+    room: Option<u64>,
+    what: &'static str,
+) -> Result<Vec<u8>> {
+    if room.is_some_and(|room| len.saturating_add(8) > room) {
+        return Err(Error::Truncated(what));
+    }
+    let mut b = vec![0u8; len as usize];
+    read_exact_or(r, &mut b, what)?;
+    Ok(b)
 }
 
 /// Checks a block size against the format's limits.

@@ -10,7 +10,7 @@ use crate::base::Base;
 use crate::container::refs::{Reference, References, Source};
 use crate::container::{
     check_block_size, BlockRecord, FileHeader, Footer, IndexEntry, Kind, Mode,
-    DEFAULT_BLOCK_SIZE, MAX_KEPT_JSON, VERSION,
+    DEFAULT_BLOCK_SIZE, MAX_KEPT_JSON,
 };
 use crate::error::{Error, HeaderError, Result};
 use crate::read::{read_up_to, ReadAt};
@@ -402,15 +402,7 @@ fn encode_here<R: Read + Send, W: Write + Send>(
         (based, r.entries.len() - based)
     });
     let budget = Budget::new(opts.memory, opts.block_size, 0, refs.is_some())?;
-    let file_header = FileHeader {
-        version: VERSION,
-        mode: opts.mode,
-        kind,
-        block_size: opts.block_size,
-        prefix,
-        md5: opts.md5,
-        refs,
-    };
+    let file_header = FileHeader::new(opts.mode, kind, opts.block_size, prefix, opts.md5, refs);
     file_header.write(&mut output)?;
     let (pools, digest) = budget.start(opts.md5, &file_header.prefix)?;
     let mut source = std::io::Cursor::new(pending).chain(input);

@@ -115,6 +115,15 @@ fn summary(
         percent(info.archive_len, orig),
         info.blocks
     )?;
+    if info.kind == Kind::Safetensors {
+        let (kept, stored) = (info.kept_header_len, info.kept_header_stored);
+        let how = if stored < kept {
+            format!("stored deflated in {stored} bytes")
+        } else {
+            "stored as it is".into()
+        };
+        writeln!(t, "kept:        safetensors header of {kept} bytes, {how}")?;
+    }
     if let Some(base) = &info.base_name {
         writeln!(
             t,
@@ -186,6 +195,9 @@ struct InfoDoc<'a> {
     blocks: u64,
     md5: Option<String>,
     kept_header_bytes: u64,
+    /// Bytes the kept header takes in the archive (less than `kept_header_bytes` when stored
+    /// deflated).
+    kept_header_stored_bytes: u64,
     /// The base checkpoint the archive was coded against, as it records it; `None` when it
     /// needs none.
     base: Option<&'a str>,
@@ -273,6 +285,7 @@ fn doc<'a>(
         blocks: info.blocks,
         md5: info.md5.map(|m| hex(&m)),
         kept_header_bytes: info.kept_header_len,
+        kept_header_stored_bytes: info.kept_header_stored,
         base: info.base_name.as_deref(),
         based_tensors: info.based_tensors,
         repeated_tensors: info.repeated_tensors,

@@ -169,7 +169,7 @@ fn sweep_file(sc: &Path, f: &Path, dir: &Path, a: &SweepArgs) -> Result<Vec<Poin
             .with_context(|| format!("reading {}", trial.archive.display()))?;
         let payload: u64 = info.codecs.values().map(|c| c.coded).sum();
         // The kept safetensors header is the file's own bytes, not framing.
-        let framing = info.archive_len - payload - info.kept_header_len;
+        let framing = info.archive_len - payload - info.kept_header_stored;
         let (encode, decode) = tally.speeds(len);
         std::fs::remove_file(&trial.archive)?;
         points.push(Point {
