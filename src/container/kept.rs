@@ -7,9 +7,9 @@ use crate::error::{Error, Result};
 use miniz_oxide::inflate::core::{decompress, inflate_flags, DecompressorOxide};
 use miniz_oxide::inflate::TINFLStatus;
 
-/// Deflate level: miniz's strongest (10). Headers are small next to their files: a 9 KB
-/// header takes about a millisecond.
-const LEVEL: u8 = 10;
+/// Deflate level 6: on real headers (4 to 12 KB) as small as levels 9 and 10, byte for byte,
+/// and on a 97 MB header of 10^6 tensors 1.2 s against 2.9 s for level 10, 0.01% larger.
+const LEVEL: u8 = 6;
 
 /// Bytes the packed form adds besides the deflated stream: its `u32` length.
 pub const PACKED_LEN_FIELD: usize = 4;
@@ -97,16 +97,10 @@ mod tests {
 
     #[test]
     fn incompressible_stays_raw() {
-        let mut x = 0x2545_F491_4F6C_DD1Du64;
-        let noise: Vec<u8> = (0..4096)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
+        let hashes: Vec<u8> = (0..512u64)
+            .flat_map(|i| crate::container::checksum::xxh3(&i.to_le_bytes()).to_le_bytes())
             .collect();
-        assert!(pack(&noise).is_none());
+        assert!(pack(&hashes).is_none());
         assert!(pack(b"12345").is_none());
     }
 

@@ -150,10 +150,7 @@ const FLAG_PACKED: u32 = 4;
 
 impl FileHeader {
     /// The header of a new archive: the kept header `prefix` deflated when that is smaller, and
-    /// the lowest format version that holds the archive, so that older readers read what they
-    /// can. Version 3 for a deflated kept header; else 2 for a reference section or BEST mode
-    /// (whose `ctxjoint` codec is version 2); else 1 (FAST codes with version 1's transforms and
-    /// codecs alone unless it has references).
+    /// the lowest format version that holds the archive ([`FileHeader::lowest_version`]).
     pub fn new(
         mode: Mode,
         kind: Kind,
@@ -162,23 +159,31 @@ impl FileHeader {
         md5: bool,
         refs: Option<References>,
     ) -> FileHeader {
-        let packed = kept::pack(&prefix);
-        let version = if packed.is_some() {
-            3
-        } else if refs.is_some() || mode == Mode::Best {
-            2
-        } else {
-            1
-        };
-        FileHeader {
-            version,
+        let mut header = FileHeader {
+            version: VERSION,
             mode,
             kind,
             block_size,
+            packed: kept::pack(&prefix),
             prefix,
-            packed,
             md5,
             refs,
+        };
+        header.version = header.lowest_version();
+        header
+    }
+
+    /// The lowest format version that holds an archive with this header, so that older readers
+    /// read what they can: 3 for a deflated kept header; else 2 for a reference section or BEST
+    /// mode (whose `ctxjoint` codec is version 2); else 1 (FAST codes with version 1's
+    /// transforms and codecs alone unless it has references).
+    pub fn lowest_version(&self) -> u16 {
+        if self.packed.is_some() {
+            3
+        } else if self.refs.is_some() || self.mode == Mode::Best {
+            2
+        } else {
+            1
         }
     }
 
