@@ -105,6 +105,20 @@ impl Counts {
         self.left == 0
     }
 
+    /// Whether an event is due: a model that counts with [`Counts::count`] but takes its
+    /// events when next used (before its next symbol) asks this first.
+    #[inline(always)]
+    pub(crate) fn due(&self) -> bool {
+        self.left == 0
+    }
+
+    /// Marks the counts as due for an event, for a model that must not code before it is
+    /// started; its owner starts it (replacing the counts) instead of calling
+    /// [`Counts::event`].
+    pub(crate) fn hold(&mut self) {
+        self.left = 0;
+    }
+
     /// Catches up with the symbols coded since the last event and halves the counts if the
     /// total is past the limit; returns whether the coding table is due for a rebuild.
     #[cold]
@@ -136,8 +150,7 @@ impl Counts {
         let mut freq = [0u32; 256];
         let n = self.used.len();
         // Symbols `0..n` (the joint codecs' keys) are normalised as one run, which the
-        // compiler vectorises; the sum and the first largest frequency are found over the
-        // whole table, where the unused symbols' zeros change neither.
+        // compiler vectorises.
         if self.used.last().map(|&s| s as usize + 1) == Some(n) {
             for (f, &c) in freq.iter_mut().zip(&self.counts[..n]) {
                 *f = normal(c);
@@ -147,9 +160,11 @@ impl Counts {
                 freq[s as usize] = normal(self.counts[s as usize]);
             }
         }
-        let sum: u32 = freq.iter().sum();
-        let top = freq.iter().copied().max().unwrap_or(0);
-        let largest = freq.iter().position(|&f| f == top).unwrap_or(0) as u8;
+        // Past the last used symbol the table is zeros, which change neither.
+        let span = &freq[..self.used.last().map_or(0, |&s| s as usize + 1)];
+        let sum: u32 = span.iter().sum();
+        let top = span.iter().copied().max().unwrap_or(0);
+        let largest = span.iter().position(|&f| f == top).unwrap_or(0) as u8;
         // Rounding leaves at most one unit per symbol to settle, and the largest frequency
         // is always big enough to absorb it (it is at least (SCALE - n) / n for n symbols).
         let fix = PROB_SCALE as i64 - sum as i64;

@@ -26,7 +26,7 @@ use super::alphabet::{self, Alphabet};
 use super::joint::{self, JOINT_PARAMS};
 use super::raw6;
 use super::rc::{Decoder, Encoder, PROB_SCALE};
-use super::{Codec, CodecError, Decode, Slot, Spec};
+use super::{huffjoint, Codec, CodecError, Decode, Slot, Spec};
 
 /// The `ctxjoint` codec: plane 0 of an exponent-aligned block, with [`raw6`] as plane 1.
 pub static SPEC: Spec = Spec {
@@ -36,7 +36,10 @@ pub static SPEC: Spec = Spec {
         at.plane == 0 && at.transform.exponent_aligned() && raw6::pair_fits(coded_len, at.plane_len)
     },
     partner: Some(Codec::Raw6),
-    decode: Decode::Pair(decode),
+    decode: Decode::PairOrWords {
+        pair: decode,
+        words: decode_words,
+    },
 };
 
 /// Number of context models.
@@ -75,7 +78,7 @@ const BUCKET_SHIFT: u32 = 4;
 /// Entries of a context table's lookup.
 const BUCKETS: usize = (PROB_SCALE >> BUCKET_SHIFT) as usize;
 /// Bytes past a context table's lookup, for its block-wise fill.
-const BUCKET_PAD: usize = 8;
+const BUCKET_PAD: usize = 16;
 /// The context models' constants: halving as in the joint codec; a context sees a fraction of
 /// the block, so its table is rebuilt more often than the joint codec's.
 const PARAMS: Params = Params {
@@ -260,6 +263,16 @@ impl Scale {
         self.context_at(row, self.added % COLUMNS + QUAD + j % QUAD)
     }
 
+    /// Adds the magnitudes `v` of quad `q - 2` and returns the contexts of quad `q`, for a
+    /// plane whose [`Scale::shift`] is `SHIFT`.
+    #[inline(always)]
+    fn next_contexts<const SHIFT: u32>(&mut self, v: [u64; QUAD]) -> [u8; QUAD] {
+        self.add_quad(v);
+        let row = self.row();
+        let a = self.added % COLUMNS + QUAD;
+        std::array::from_fn(|j| bucket(row + self.deviation[a + j], SHIFT) as u8)
+    }
+
     /// The context of element `i` of the first two quads (nothing added yet).
     fn first_context(&self, row: i32, i: usize) -> usize {
         self.context_at(row, (self.phase + i) % self.row_len)
@@ -362,15 +375,18 @@ impl Table {
             let first = cum.div_ceil(1 << BUCKET_SHIFT) as usize;
             cum += f;
             let end = cum.div_ceil(1 << BUCKET_SHIFT) as usize;
-            // Most keys span a few entries, where a call to `fill` costs more than the bytes:
-            // the first BUCKET_PAD entries are written as one block, which may run into the
-            // next keys' entries (those keys then overwrite them) or into the padding. Keys
+            // Entries are written in blocks of BUCKET_PAD, the last of which may run into the
+            // next keys' entries (those keys then overwrite them) or into the padding: most
+            // keys span a few entries, where a call to `fill` costs more than the bytes. Keys
             // that own no entry (`first == end`) write their block too: it lies wholly in later
             // keys' entries or the padding, and a branch on it would mispredict.
-            let block = first.min(BUCKETS);
-            self.bucket[block..block + BUCKET_PAD].copy_from_slice(&[k; BUCKET_PAD]);
-            if end > first + BUCKET_PAD {
-                self.bucket[first + BUCKET_PAD..end].fill(k);
+            let mut at = first.min(BUCKETS);
+            loop {
+                self.bucket[at..at + BUCKET_PAD].copy_from_slice(&[k; BUCKET_PAD]);
+                at += BUCKET_PAD;
+                if at >= end {
+                    break;
+                }
             }
         }
     }
@@ -396,9 +412,11 @@ impl Table {
         self.count(k);
     }
 
-    /// Decodes one key from `d` (reading `data`) and counts it. Valid streams give slots
-    /// below `PROB_SCALE`, where the last key's slots end; corrupt ones may give more, which
-    /// are taken as the last slot, so that the search stops at the last key.
+    /// Decodes one key from `d` (reading `data`) and counts it, leaving the event that may
+    /// fall due for [`Models::get`] to take before the table's next symbol: the decoding loop
+    /// then holds no call after each symbol. Valid streams give slots below `PROB_SCALE`,
+    /// where the last key's slots end; corrupt ones may give more, which are taken as the last
+    /// slot, so that the search stops at the last key.
     #[inline(always)]
     fn decode(&mut self, d: &mut Decoder, data: &[u8]) -> u8 {
         let (r, slot) = d.slot();
@@ -407,15 +425,16 @@ impl Table {
             true => slot,
             false => last_slot(),
         };
-        let mut k = self.bucket[(slot >> BUCKET_SHIFT) as usize % BUCKETS];
-        let mut cf = self.cf[k as usize];
+        // The key as an index, not a byte: its load's zero extension serves the next load.
+        let mut k = self.bucket[(slot >> BUCKET_SHIFT) as usize % BUCKETS] as usize;
+        let mut cf = self.cf[k];
         while slot >= (cf & 0xFFFF) + (cf >> 16) {
-            k = k.wrapping_add(1);
-            cf = self.cf[k as usize];
+            k = (k + 1) % 256;
+            cf = self.cf[k];
         }
         d.consume(data, r, cf & 0xFFFF, cf >> 16);
-        self.count(k);
-        k
+        self.counts.count(k as u8);
+        k as u8
     }
 }
 
@@ -443,8 +462,13 @@ impl Models {
     fn new(used: usize) -> Models {
         let keys = joint::keys(used);
         let uniform = Counts::new(keys.clone(), PARAMS, uniform_counts(keys.len()));
+        // Not started: due, so that the first use starts them.
         let tables: Vec<Table> = (0..CONTEXTS)
-            .map(|_| Table::new(uniform.clone()))
+            .map(|_| {
+                let mut t = Table::new(uniform.clone());
+                t.counts.hold();
+                t
+            })
             .collect();
         Models {
             used,
@@ -458,20 +482,36 @@ impl Models {
         }
     }
 
-    /// The model of context `c` (below [`CONTEXTS`]).
+    /// The model of context `c` (below [`CONTEXTS`]), started and with its due event taken.
     #[inline(always)]
     fn get(&mut self, c: usize) -> &mut Table {
         let c = c % CONTEXTS;
-        if self.started & 1 << c == 0 {
-            self.start(c);
+        if self.tables[c].counts.due() {
+            self.catch_up(c);
         }
         &mut self.tables[c]
+    }
+
+    /// Starts context `c`, or takes its due event.
+    #[cold]
+    #[inline(never)]
+    fn catch_up(&mut self, c: usize) {
+        match self.started & 1 << c {
+            0 => self.start(c),
+            _ => self.tables[c].event(),
+        }
     }
 
     /// Starts context `c` with counts of [`INHERIT`] in all, in proportion to the summed counts
     /// of the contexts started (each key at least 1), or uniform if there are none.
     #[cold]
     fn start(&mut self, c: usize) {
+        // The counts inherited are those after every event due.
+        for (d, t) in self.tables.iter_mut().enumerate() {
+            if self.started & 1 << d != 0 && t.counts.due() {
+                t.event();
+            }
+        }
         let mut sum = [0u64; 256];
         for (d, t) in self.tables.iter().enumerate() {
             if self.started & 1 << d != 0 {
@@ -681,18 +721,49 @@ struct State<'a> {
     models: Models,
     mag: [u64; 256],
     streams: Streams<'a>,
-    /// Magnitudes of the last two quads decoded, element `i` at `i % LAG`.
-    last: [u64; LAG],
+    /// Magnitudes of the last two quads decoded, quad `q`'s at `q % 2`.
+    last: [[u64; QUAD]; 2],
     /// Elements decoded.
     done: usize,
 }
 
 impl State<'_> {
     /// Decodes the next `out.len()` keys into `out`; every call but the plane's last decodes
-    /// whole quads.
+    /// whole quads. Whole quads past the first two go through [`State::quads`], for the
+    /// plane's context spacing; the rest through [`State::quad`].
     fn decode_into(&mut self, out: &mut [u8]) {
+        let mut at = 0;
+        while at < out.len() {
+            let rest = &mut out[at..];
+            let whole = match self.done >= LAG {
+                true => rest.len() / QUAD * QUAD,
+                false => 0,
+            };
+            if whole > 0 {
+                match self.scale.shift == STEP_SHIFT {
+                    true => self.quads::<STEP_SHIFT>(&mut rest[..whole]),
+                    false => self.quads::<{ STEP_SHIFT + 1 }>(&mut rest[..whole]),
+                }
+                at += whole;
+            } else {
+                let n = rest.len().min(QUAD);
+                self.quad(&mut rest[..n]);
+                at += n;
+            }
+        }
+    }
+
+    /// Decodes whole quads of a plane past its first two, with contexts `1 << SHIFT` units
+    /// apart (the plane's [`Scale::shift`]).
+    ///
+    /// The hot loop of BEST's decoding. The spacing is a constant and the contexts of a
+    /// quad are found before its elements are decoded, so that between two elements only the
+    /// two decoders' state and the four tables are live; starting a context (at most
+    /// [`CONTEXTS`] times a plane) and a model's events are out of line.
+    #[inline(never)]
+    fn quads<const SHIFT: u32>(&mut self, out: &mut [u8]) {
         let data = self.streams.data;
-        let [mut d0, mut d1] = self.streams.decs;
+        let mut decs = self.streams.decs;
         let State {
             scale,
             models,
@@ -701,46 +772,50 @@ impl State<'_> {
             done,
             ..
         } = self;
-        for quad in out.chunks_mut(QUAD) {
-            let q = *done / QUAD;
-            *done += quad.len();
+        let mut q = *done / QUAD;
+        for quad in out.chunks_exact_mut(QUAD) {
             // This quad's magnitudes replace those of quad q - 2, added first.
-            let slot = (q % 2) * QUAD;
-            let [l0, l1, l2, l3] = match last.get_mut(slot..slot + QUAD) {
-                Some([l0, l1, l2, l3]) => [l0, l1, l2, l3],
-                _ => unreachable!("slot is 0 or QUAD"),
+            let l = &mut last[q % 2];
+            let c = scale.next_contexts::<SHIFT>(*l).map(|c| c as usize);
+            let [d0, d1] = &mut decs;
+            let keys = [
+                models.get(c[0]).decode(d0, data),
+                models.get(c[1]).decode(d1, data),
+                models.get(c[2]).decode(d0, data),
+                models.get(c[3]).decode(d1, data),
+            ];
+            quad.copy_from_slice(&keys);
+            *l = keys.map(|k| mag[k as usize]);
+            q += 1;
+        }
+        *done = q * QUAD;
+        self.streams.decs = decs;
+    }
+
+    /// Decodes one quad of `out.len()` elements: one of the plane's first two quads (nothing
+    /// added yet), or its last, partial one.
+    fn quad(&mut self, out: &mut [u8]) {
+        let data = self.streams.data;
+        let [mut d0, mut d1] = self.streams.decs;
+        let q = self.done / QUAD;
+        self.done += out.len();
+        let scale = &mut self.scale;
+        let l = &mut self.last[q % 2];
+        if q >= 2 {
+            scale.add_quad(*l);
+        }
+        let row = scale.row();
+        for (j, (k, l)) in out.iter_mut().zip(l).enumerate() {
+            let c = match q {
+                0 | 1 => scale.first_context(row, q * QUAD + j),
+                _ => scale.context(row, j),
             };
-            if q >= 2 {
-                scale.add_quad([*l0, *l1, *l2, *l3]);
-            }
-            let row = scale.row();
-            if let ([k0, k1, k2, k3], true) = (&mut *quad, q >= 2) {
-                // Each context is found just before its element, and the keys and magnitudes
-                // are stored after the quad: fewer values live across the quad leave more
-                // registers to the two decoders' state.
-                let a = models.get(scale.context(row, 0)).decode(&mut d0, data);
-                let b = models.get(scale.context(row, 1)).decode(&mut d1, data);
-                let c = models.get(scale.context(row, 2)).decode(&mut d0, data);
-                let d = models.get(scale.context(row, 3)).decode(&mut d1, data);
-                [*k0, *k1, *k2, *k3] = [a, b, c, d];
-                [*l0, *l1, *l2, *l3] = [a, b, c, d].map(|k| mag[k as usize]);
-                continue;
-            }
-            // The plane's first two quads (nothing added yet) or its last, partial one.
-            for (j, (k, l)) in quad.iter_mut().zip([l0, l1, l2, l3]).enumerate() {
-                let c = match q {
-                    0 | 1 => scale.first_context(row, q * QUAD + j),
-                    _ => scale.context(row, j),
-                };
-                // Each decoder is named in a path of its own: a reference chosen between
-                // them at run time would keep both decoders in memory throughout the loop.
-                let t = models.get(c);
-                *k = match j % 2 {
-                    0 => t.decode(&mut d0, data),
-                    _ => t.decode(&mut d1, data),
-                };
-                *l = mag[*k as usize];
-            }
+            let t = self.models.get(c);
+            *k = match j % 2 {
+                0 => t.decode(&mut d0, data),
+                _ => t.decode(&mut d1, data),
+            };
+            *l = self.mag[*k as usize];
         }
         self.streams.decs = [d0, d1];
     }
@@ -755,19 +830,51 @@ pub fn decode(
     mans: &mut [u8],
 ) -> Result<(), CodecError> {
     joint::check_planes(raw, exps, mans)?;
-    let (alphabet, rest) = Alphabet::read(payload)?;
-    let (rows, base, coded) = read_layout(rest)?;
-    let mut st = State {
-        scale: Scale::new(rows, base, step_shift(exps.len())),
-        models: Models::new(alphabet.len()),
-        mag: magnitudes(&alphabet),
-        streams: two_streams(coded, 0)?,
-        last: [0; LAG],
-        done: 0,
-    };
+    let (alphabet, mut st) = State::open(payload, exps.len())?;
     joint::decode_chunks(&alphabet, raw, exps, mans, |ec| st.decode_into(ec));
-    st.scale.keep();
-    st.streams.finish()
+    st.finish()
+}
+
+/// Decodes a ctxjoint payload `payload` and its raw payload `raw` of an `exp16` block straight
+/// into the block's bytes `out`, with `keys` as scratch: the keys are expanded into the
+/// elements as FAST's [`huffjoint`](super::huffjoint) expands its own, the transform's merge
+/// folded in, so that no planes are written and merged.
+pub fn decode_words(
+    payload: &[u8],
+    raw: &[u8],
+    keys: &mut Vec<u8>,
+    out: &mut [u8],
+) -> Result<(), CodecError> {
+    huffjoint::decode_words(raw, keys, out, |keys| {
+        let (alphabet, mut st) = State::open(payload, keys.len())?;
+        st.decode_into(keys);
+        st.finish()?;
+        Ok(alphabet)
+    })
+}
+
+impl<'a> State<'a> {
+    /// The alphabet of `payload` and the state that decodes its `len` keys.
+    fn open(payload: &'a [u8], len: usize) -> Result<(Alphabet, State<'a>), CodecError> {
+        let (alphabet, rest) = Alphabet::read(payload)?;
+        let (rows, base, coded) = read_layout(rest)?;
+        let st = State {
+            scale: Scale::new(rows, base, step_shift(len)),
+            models: Models::new(alphabet.len()),
+            mag: magnitudes(&alphabet),
+            streams: two_streams(coded, 0)?,
+            last: [[0; QUAD]; 2],
+            done: 0,
+        };
+        Ok((alphabet, st))
+    }
+
+    /// Keeps the column arrays for the thread's next plane and checks that both streams
+    /// ended where they should.
+    fn finish(self) -> Result<(), CodecError> {
+        self.scale.keep();
+        self.streams.finish()
+    }
 }
 
 #[cfg(test)]

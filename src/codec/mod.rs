@@ -190,6 +190,14 @@ pub enum Decode {
     },
     /// Plane 0 of a pair: planes 0 and 1 from the payloads of both.
     Pair(PairFn),
+    /// Plane 0 of a pair, as [`Decode::Pair`]; in an `exp16` block, `words` writes the block's
+    /// 16-bit elements itself, as [`Decode::PairWords`] does.
+    PairOrWords {
+        /// Decodes both planes.
+        pair: PairFn,
+        /// Decodes an `exp16` block's elements.
+        words: WordsFn,
+    },
     /// Plane 0 of a pair that writes the block's 16-bit elements itself, the transform's merge
     /// folded in: `decode(payload0, payload1, scratch, block)`.
     PairWords(WordsFn),

@@ -167,6 +167,23 @@ pub fn decode(
     keys: &mut Vec<u8>,
     out: &mut [u8],
 ) -> Result<(), CodecError> {
+    decode_words(raw, keys, out, |keys| {
+        let (alphabet, coded) = Alphabet::read(payload)?;
+        huffman::decode_below(coded, keys, alphabet.len())?;
+        Ok(alphabet)
+    })
+}
+
+/// Decodes the elements of an `exp16` block `out` coded as joint keys and the raw6 payload
+/// `raw`: `decode_keys` writes every element's key into the scratch it is given (`keys`,
+/// resized to the elements) and returns the block's alphabet; the keys and raw fields are
+/// then expanded into the elements (the transform's merge folded in).
+pub(crate) fn decode_words(
+    raw: &[u8],
+    keys: &mut Vec<u8>,
+    out: &mut [u8],
+    decode_keys: impl FnOnce(&mut [u8]) -> Result<Alphabet, CodecError>,
+) -> Result<(), CodecError> {
     if !out.len().is_multiple_of(2) {
         return Err(CodecError("16-bit block of odd length"));
     }
@@ -177,8 +194,7 @@ pub fn decode(
     }
     let keys = &mut keys[..n];
     raw6::check(raw, n)?;
-    let (alphabet, coded) = Alphabet::read(payload)?;
-    huffman::decode_below(coded, keys, alphabet.len())?;
+    let alphabet = decode_keys(keys)?;
     let base = alphabet.bases16();
     let done = expand16_detect(&base, keys, raw, out);
     // The rest, fewer than 32 elements (at most 24 raw bytes), as one run padded with zeros.
