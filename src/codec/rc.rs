@@ -239,18 +239,22 @@ impl Decoder {
     /// Shifts in the 0, 1 or 2 bytes that bring the range back to at least 2^24, without a
     /// data-dependent branch (the shift happens on an unpredictable quarter of the symbols).
     /// Two bytes always suffice: a symbol keeps at least `(range >> 15) * 1 >= 2^9`.
+    ///
+    /// The three outcomes are computed side by side and one is picked by two selects on the
+    /// range: the shifts are by constants, so the next division waits on a compare and two
+    /// selects rather than on a shift count derived from the range.
     #[inline(always)]
     fn normalize(&mut self, data: &[u8]) {
-        let n = (self.range < TOP) as u32 + (self.range < 1 << 16) as u32;
+        let (one, two) = (self.range < TOP, self.range < 1 << 16);
         let pos = self.pos as usize;
         let next = match data.get(pos..pos + 2) {
             Some(b) => (b[0] as u32) << 8 | b[1] as u32,
             None => byte(data, pos) << 8 | byte(data, pos + 1),
         };
-        let sh = 8 * n;
-        self.code = ((self.code as u64) << sh | (next >> (16 - sh)) as u64) as u32;
-        self.range <<= sh;
-        self.pos += n;
+        let (code, range) = (self.code, self.range);
+        self.code = select(two, code << 16 | next, select(one, code << 8 | next >> 8, code));
+        self.range = select(two, range << 16, select(one, range << 8, range));
+        self.pos += one as u32 + two as u32;
     }
 
     /// Checks that exactly the stream's bytes, up to `end`, were read; anything else is
@@ -270,6 +274,13 @@ impl Decoder {
 #[inline(never)]
 pub(crate) fn past_table(slots: &[u8]) -> u8 {
     slots.last().copied().unwrap_or(0)
+}
+
+/// `a` if `c`, else `b`: a conditional move, as `c` is an unpredictable outcome of the data.
+#[inline(always)]
+fn select(c: bool, a: u32, b: u32) -> u32 {
+    let mask = (c as u32).wrapping_neg();
+    (a & mask) | (b & !mask)
 }
 
 /// `data[pos]`, or 0 past the end.
