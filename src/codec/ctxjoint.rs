@@ -78,7 +78,7 @@ const BUCKET_SHIFT: u32 = 4;
 /// Entries of a context table's lookup.
 const BUCKETS: usize = (PROB_SCALE >> BUCKET_SHIFT) as usize;
 /// Bytes past a context table's lookup, for its block-wise fill.
-const BUCKET_PAD: usize = 16;
+const BUCKET_PAD: usize = 32;
 /// The context models' constants: halving as in the joint codec; a context sees a fraction of
 /// the block, so its table is rebuilt more often than the joint codec's.
 const PARAMS: Params = Params {
