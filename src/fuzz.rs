@@ -130,10 +130,10 @@ pub fn entropy(data: &[u8]) {
 
 /// Arbitrary input through encode and decode must come back byte for byte, in both modes, at
 /// several block sizes, plainly or coded against [`base`] (the first byte picks them; the rest
-/// is the input). Panics if not.
-pub fn roundtrip(data: &[u8]) {
+/// is the input). Returns what went wrong otherwise; the fuzz target and the tests panic with it.
+pub fn roundtrip(data: &[u8]) -> Result<(), String> {
     let Some((&sel, input)) = data.split_first() else {
-        return;
+        return Ok(());
     };
     let mode = if sel & 1 == 0 { Mode::Fast } else { Mode::Best };
     let block_size = [4096, 4098, 12290, 65536][(sel >> 1) as usize % 4];
@@ -143,17 +143,18 @@ pub fn roundtrip(data: &[u8]) {
         base,
         ..EncodeOptions::new(mode)
     };
-    // This module is built only with the `internals` feature, for tests and fuzz targets: here
-    // a failure to encode or to decode what was just encoded is the bug being looked for, and
-    // the panic is how the fuzzer and the property test report it.
-    let archive = crate::encode_to_vec(input, &opts).expect("encoding into memory cannot fail");
+    let archive = crate::encode_to_vec(input, &opts).map_err(|e| format!("encode failed: {e}"))?;
     let opts = DecodeOptions {
         check_md5: true,
         base,
         ..Default::default()
     };
-    let back = crate::decode_to_vec(&archive, &opts).expect("own archive must decode");
-    assert!(back == input, "round trip differs");
+    let back =
+        crate::decode_to_vec(&archive, &opts).map_err(|e| format!("own archive fails: {e}"))?;
+    match back == input {
+        true => Ok(()),
+        false => Err("round trip differs".into()),
+    }
 }
 
 #[cfg(test)]
@@ -177,7 +178,7 @@ mod tests {
         ) {
             let mut data = vec![sel];
             data.extend_from_slice(&bytes);
-            super::roundtrip(&data);
+            prop_assert_eq!(super::roundtrip(&data), Ok(()));
             let json = format!(
                 r#"{{"w":{{"dtype":"BF16","shape":[{}],"data_offsets":[0,{}]}}}}"#,
                 words.len(),
@@ -187,7 +188,7 @@ mod tests {
             st.extend_from_slice(&(json.len() as u64).to_le_bytes());
             st.extend_from_slice(json.as_bytes());
             st.extend(words.iter().flat_map(|w| w.to_le_bytes()));
-            super::roundtrip(&st);
+            prop_assert_eq!(super::roundtrip(&st), Ok(()));
         }
 
         /// The stand-in fine-tune with some of its bytes changed, coded against the base.
@@ -204,7 +205,7 @@ mod tests {
             }
             let mut data = vec![sel | 8];
             data.extend_from_slice(&tune);
-            super::roundtrip(&data);
+            prop_assert_eq!(super::roundtrip(&data), Ok(()));
         }
     }
 }

@@ -2,4 +2,8 @@
 //! several block sizes (`sc::fuzz::roundtrip`).
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| sc::fuzz::roundtrip(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    if let Err(why) = sc::fuzz::roundtrip(data) {
+        panic!("{why}");
+    }
+});
