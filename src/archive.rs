@@ -10,7 +10,9 @@ use crate::base::Base;
 use crate::container::refs::Source as RefSource;
 use crate::container::{BlockRecord, FileHeader, Footer, IndexEntry, Kind, Mode};
 use crate::error::{Error, Result};
-use crate::pipeline::decode::{decode_into, decode_one, spans_of, Block, Counting, Source, Stream};
+use crate::pipeline::decode::{
+    decode_into, decode_one, kept_tensors, spans_of, Block, Counting, Source, Stream,
+};
 use crate::pipeline::pool::Pool;
 use crate::pipeline::refs::{Retained, Sources, Spans};
 use crate::pipeline::{ordered, Budget, Pools, DEFAULT_MEMORY};
@@ -201,18 +203,12 @@ impl<R: Read + Seek + Send> Archive<R> {
         let header = FileHeader::read(&mut input, Some(archive_len))?;
         let footer = Footer::read_from_end(&mut input, archive_len)?;
         check_index(&header, &footer)?;
-        let (tensors, metadata) = match header.kind {
-            // The encoder keeps a header only if it parsed, so one that does not is corruption.
-            Kind::Safetensors => {
-                let json = &header.prefix[8..];
-                let tensors = Header::parse(json, None)
-                    .map_err(Error::KeptHeader)?
-                    .tensors;
-                (tensors, metadata_of(json)?)
-            }
-            Kind::Generic => (Vec::new(), None),
+        let tensors = kept_tensors(&header)?;
+        let metadata = match header.kind {
+            Kind::Safetensors => metadata_of(&header.prefix[8..])?,
+            Kind::Generic => None,
         };
-        let spans = spans_of(&header)?;
+        let spans = spans_of(&header, &tensors)?;
         let (budget, caching) = budget(DEFAULT_MEMORY, &header)?;
         Ok(Archive {
             stats: AccessStats::default(),

@@ -13,7 +13,7 @@ use crate::container::{
 };
 use crate::error::{Error, Result};
 use crate::read::{read_exact_or, read_up_to, At};
-use crate::safetensors::Header;
+use crate::safetensors::{Header, TensorInfo};
 use std::fs::File;
 use std::io::{self, BufReader, Read, Seek, Write};
 use std::ops::Range;
@@ -325,21 +325,27 @@ impl Own<'_> {
     }
 }
 
-/// The referenced tensors of an archive with `header` (checked against its kept header).
-pub(crate) fn spans_of(header: &FileHeader) -> Result<Spans> {
-    let Some(refs) = &header.refs else {
-        return Ok(Spans::default());
-    };
-    let tensors = match header.kind {
+/// The tensors of the kept header of an archive with `header` (none for a generic archive).
+/// The encoder keeps a header only if it parsed, so one that does not is corruption.
+pub(crate) fn kept_tensors(header: &FileHeader) -> Result<Vec<TensorInfo>> {
+    Ok(match header.kind {
         Kind::Safetensors => {
             Header::parse(&header.prefix[8..], None)
                 .map_err(Error::KeptHeader)?
                 .tensors
         }
         Kind::Generic => Vec::new(),
+    })
+}
+
+/// The referenced tensors of an archive with `header`, whose kept header lists `tensors`
+/// (checked against them).
+pub(crate) fn spans_of(header: &FileHeader, tensors: &[TensorInfo]) -> Result<Spans> {
+    let Some(refs) = &header.refs else {
+        return Ok(Spans::default());
     };
-    refs.check(&tensors)?;
-    Ok(Spans::new(Some(refs), &tensors, header.prefix.len() as u64))
+    refs.check(tensors)?;
+    Ok(Spans::new(Some(refs), tensors, header.prefix.len() as u64))
 }
 
 /// A block decoded by a worker, or one to decode on the writing thread once the blocks before
@@ -446,7 +452,11 @@ fn decode_from<'a, S: Source<'a> + Send, W: Write + Send>(
         pos: 0,
     };
     let header = FileHeader::read(&mut r, opts.archive_len)?;
-    let spans = spans_of(&header)?;
+    // Only an archive with references needs its kept header's tensors to decode.
+    let spans = match header.refs {
+        Some(_) => spans_of(&header, &kept_tensors(&header)?)?,
+        None => Spans::default(),
+    };
     let budget = Budget::new(opts.memory, header.block_size, 0, header.refs.is_some())?;
     // A missing or wrong base is reported before anything is written.
     spans.verify(opts.base, std::slice::from_ref(&(0..u64::MAX)))?;
