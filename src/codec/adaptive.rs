@@ -47,7 +47,6 @@ const SLOT_PAD: usize = 16;
 /// each coded symbol adds [`INC`], all counts are halved when the total exceeds the limit, and
 /// the coding table is due for a rebuild after 16 symbols, then after intervals doubling up to
 /// the longest.
-#[derive(Clone)]
 pub(crate) struct Counts {
     p: Params,
     used: Vec<u8>,
@@ -112,11 +111,20 @@ impl Counts {
         self.left == 0
     }
 
-    /// Marks the counts as due for an event, for a model that must not code before it is
-    /// started; its owner starts it (replacing the counts) instead of calling
+    /// Counts of no symbols, due for an event: the place of a model that must not code before
+    /// it is started; its owner starts it (replacing the counts) instead of calling
     /// [`Counts::event`].
-    pub(crate) fn hold(&mut self) {
-        self.left = 0;
+    pub(crate) fn held(p: Params) -> Counts {
+        Counts {
+            p,
+            used: Vec::new(),
+            counts: [0; 256],
+            total: 0,
+            left: 0,
+            planned: 0,
+            until_rebuild: 0,
+            interval: 0,
+        }
     }
 
     /// Catches up with the symbols coded since the last event and halves the counts if the

@@ -366,6 +366,16 @@ impl Table {
         t
     }
 
+    /// A table not started: no keys, due (see [`Counts::held`]).
+    fn held() -> Table {
+        Table {
+            counts: Counts::held(PARAMS),
+            cf: [0; 256],
+            bucket: [0; BUCKETS + BUCKET_PAD],
+            last: 0,
+        }
+    }
+
     fn rebuild(&mut self) {
         let freq = self.counts.frequencies();
         let mut cum = 0u32;
@@ -460,16 +470,8 @@ struct Models {
 
 impl Models {
     fn new(used: usize) -> Models {
-        let keys = joint::keys(used);
-        let uniform = Counts::new(keys.clone(), PARAMS, uniform_counts(keys.len()));
         // Not started: due, so that the first use starts them.
-        let tables: Vec<Table> = (0..CONTEXTS)
-            .map(|_| {
-                let mut t = Table::new(uniform.clone());
-                t.counts.hold();
-                t
-            })
-            .collect();
+        let tables: Vec<Table> = (0..CONTEXTS).map(|_| Table::held()).collect();
         Models {
             used,
             tables: match tables.into_boxed_slice().try_into() {
