@@ -438,13 +438,7 @@ mod tests {
     /// ones are ctxjoint's whatever joint would give.
     #[test]
     fn small_planes_keep_the_smaller_joint_payload() {
-        let mut x = 0x9E37_79B9u32;
-        let mut rnd = move || {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            x
-        };
+        let mut rnd = crate::test_rng(0x9E37_79B9);
         let mut chosen = Vec::new();
         for n in [384usize, 1000, 5000, JOINT_TRIAL_MAX + 4] {
             let exps: Vec<u8> = (0..n).map(|_| 120 - (rnd() % 6).min(rnd() % 6) as u8).collect();
