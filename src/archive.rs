@@ -7,7 +7,7 @@
 //! index and trailer checksums, each block record's checksum, and each decoded block's XXH3-64.
 
 use crate::base::Base;
-use crate::container::refs::Source as RefSource;
+use crate::container::refs::{References, Source as RefSource};
 use crate::container::{BlockRecord, FileHeader, Footer, IndexEntry, Kind, Mode};
 use crate::error::{Error, Result};
 use crate::pipeline::decode::{
@@ -980,11 +980,7 @@ pub fn inspect<R: Read + Seek>(r: &mut R) -> Result<ArchiveInfo> {
             .map(|h| h.tensors),
         Kind::Generic => None,
     };
-    let entries = header.refs.as_ref().map_or(&[][..], |r| &r.entries[..]);
-    let based_tensors = entries
-        .iter()
-        .filter(|e| matches!(e.source, RefSource::Base { .. }))
-        .count();
+    let (based_tensors, repeated_tensors) = header.refs.as_ref().map_or((0, 0), References::counts);
     let base_name = header
         .refs
         .as_ref()
@@ -994,7 +990,7 @@ pub fn inspect<R: Read + Seek>(r: &mut R) -> Result<ArchiveInfo> {
         format_version: header.version,
         base_name,
         based_tensors,
-        repeated_tensors: entries.len() - based_tensors,
+        repeated_tensors,
         mode: header.mode,
         kind: header.kind,
         block_size: header.block_size,

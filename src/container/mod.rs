@@ -198,8 +198,8 @@ impl FileHeader {
 
     /// Serialised length, reference section included: where block 0 starts.
     pub fn encoded_len(&self) -> u64 {
-        let refs = self.refs.as_ref().map_or(0, |r| r.to_bytes().len());
-        HEADER_FIXED_LEN as u64 + self.kept_stored_len() + 8 + refs as u64
+        let refs = self.refs.as_ref().map_or(0, References::encoded_len);
+        HEADER_FIXED_LEN as u64 + self.kept_stored_len() + 8 + refs
     }
 
     /// Writes the header (and the reference section, if any).

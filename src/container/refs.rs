@@ -118,6 +118,29 @@ impl References {
         b
     }
 
+    /// Length of [`References::to_bytes`]: tag, length, body and checksum.
+    pub fn encoded_len(&self) -> u64 {
+        let name = |s: &str| 2 + s.len() as u64;
+        let entries: u64 = (self.entries.iter())
+            .map(|e| {
+                1 + name(&e.tensor)
+                    + match &e.source {
+                        Source::Base { .. } => 8 + 16,
+                        Source::Tensor(from) => name(from),
+                    }
+            })
+            .sum();
+        12 + name(&self.base_name) + 4 + entries + 8
+    }
+
+    /// Tensors coded against the base, and tensors coded against an earlier one.
+    pub fn counts(&self) -> (usize, usize) {
+        let based = (self.entries.iter())
+            .filter(|e| matches!(e.source, Source::Base { .. }))
+            .count();
+        (based, self.entries.len() - based)
+    }
+
     /// Whether the names fit the section's 16-bit length fields.
     pub fn fits(&self) -> bool {
         let ok = |s: &str| s.len() <= MAX_NAME;
@@ -139,11 +162,11 @@ impl References {
             return Err(corrupt("tag missing"));
         }
         let len = u64::from_le_bytes(head[4..].try_into().unwrap_or_default());
-        if len > MAX_LEN || room.is_some_and(|room| len.saturating_add(20) > room) {
+        if len > MAX_LEN {
             return Err(Error::Truncated("reference section"));
         }
-        let mut body = vec![0u8; len as usize];
-        read_exact_or(r, &mut body, "reference section")?;
+        let room = room.map(|room| room.saturating_sub(head.len() as u64));
+        let body = super::read_checked(r, len, room, "reference section")?;
         let mut sum = [0u8; 8];
         read_exact_or(r, &mut sum, "reference section checksum")?;
         let mut h = twox_hash::XxHash3_64::new();
@@ -264,6 +287,7 @@ mod tests {
         let own = |s: &str| Source::Tensor(s.into());
         let good = refs(&[("a", base(8)), ("b", own("a")), ("c", own("a"))]);
         let bytes = good.to_bytes();
+        assert_eq!(good.encoded_len(), bytes.len() as u64);
         let back = References::read(&mut &bytes[..], Some(bytes.len() as u64)).unwrap();
         assert_eq!(back, good);
         back.check(&tensors()).unwrap();

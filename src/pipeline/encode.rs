@@ -393,14 +393,7 @@ fn encode_here<R: Read + Send, W: Write + Send>(
         header.as_ref().map_or(&[], |h| &h.tensors),
         prefix.len() as u64,
     );
-    let (based_tensors, repeated_tensors) = refs.as_ref().map_or((0, 0), |r| {
-        let based = r
-            .entries
-            .iter()
-            .filter(|e| matches!(e.source, Source::Base { .. }))
-            .count();
-        (based, r.entries.len() - based)
-    });
+    let (based_tensors, repeated_tensors) = refs.as_ref().map_or((0, 0), References::counts);
     let budget = Budget::new(opts.memory, opts.block_size, 0, refs.is_some())?;
     let file_header = FileHeader::new(opts.mode, kind, opts.block_size, prefix, opts.md5, refs);
     file_header.write(&mut output)?;
