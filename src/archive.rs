@@ -273,6 +273,12 @@ impl<R: Read + Seek + Send> Archive<R> {
         self.header.block_size
     }
 
+    /// Whether some tensor is coded against the base or an earlier tensor
+    /// ([`Archive::reference`]).
+    pub fn has_references(&self) -> bool {
+        self.header.refs.is_some()
+    }
+
     /// Number of blocks.
     pub fn blocks(&self) -> u64 {
         self.footer.index.len() as u64

@@ -162,7 +162,10 @@ impl Spans {
         };
         let by_name: HashMap<&str, &TensorInfo> =
             tensors.iter().map(|t| (t.name.as_str(), t)).collect();
-        let at = |t: &TensorInfo| prefix_len + t.begin..prefix_len + t.end;
+        // A corrupt kept header may give offsets near u64::MAX: such spans lie past every block.
+        let at = |t: &TensorInfo| {
+            prefix_len.saturating_add(t.begin)..prefix_len.saturating_add(t.end)
+        };
         let mut spans: Vec<Span> = refs
             .entries
             .iter()

@@ -182,7 +182,7 @@ pub(super) fn list(a: &ListArgs) -> Result<()> {
             .chain([total.clone()])
     };
     // The last column only when some tensor is coded against something.
-    let refs = tensors.iter().any(|t| archive.reference(&t.name).is_some());
+    let refs = archive.has_references();
     let mut widths = [0usize; 7];
     for row in rows() {
         for (w, cell) in widths.iter_mut().zip(&row) {

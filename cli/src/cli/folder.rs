@@ -566,8 +566,7 @@ fn archive_memory_needed(path: &Path) -> u64 {
     let Some(a) = archive else {
         return sc::memory_needed(sc::MAX_BLOCK_SIZE);
     };
-    let refs = a.tensors().iter().any(|t| a.reference(&t.name).is_some());
-    match refs {
+    match a.has_references() {
         true => sc::memory_needed_with_references(a.block_size()),
         false => sc::memory_needed(a.block_size()),
     }
