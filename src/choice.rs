@@ -37,11 +37,16 @@ const RAW_SAMPLE_STEP: usize = 8;
 const RANGE_TABLE_PER_SYMBOL: f64 = 2.0;
 const RANGE_TABLE_FIXED: f64 = 16.0;
 
-/// Elements of a block on which BEST compares the two row lengths a tensor of three or more
-/// dimensions offers `ctxjoint` (its last dimension, or all after the first): the one that
-/// codes them smaller codes the block. A quarter of a 1 MiB block of BF16 costs a quarter of
-/// its coding time per candidate; the choice rarely changes with more.
+/// Elements of a tensor's part of a block on which BEST compares the two row lengths a tensor
+/// of three or more dimensions offers `ctxjoint` (its last dimension, or all after the first):
+/// the one that codes them smaller codes the part. A quarter of a 1 MiB block of BF16 costs a
+/// quarter of its coding time per candidate; the choice rarely changes with more.
 const ROWS_SAMPLE: usize = 1 << 16;
+
+/// Elements a tensor must have in a block for `ctxjoint` to code them in its own rows, as a
+/// part of their own: a part's layout takes 12 bytes, and a few rows teach the row and column
+/// estimates little. Smaller tensors (biases, norms) join the part before them.
+const MIN_PART: usize = 1024;
 
 /// Planes of at most this many elements that `ctxjoint` codes are also coded with `joint`, and
 /// the smaller payload is kept: on a few hundred elements the context models' learning can
@@ -232,18 +237,54 @@ fn code_mantissas(data: &[u8], exponents: &[u8], coded: &mut Vec<u8>) -> Codec {
     code_counted(data, &hist, Mode::Best, coded)
 }
 
-/// BEST: the row layout for the `ctxjoint` codec of planes `p`: with two row lengths to choose
-/// from, the one that codes the first [`ROWS_SAMPLE`] elements smaller. `scratch` is
-/// overwritten.
-fn ctx_rows(rows: TensorRows, p: [&[u8]; 2], scratch: &mut Vec<u8>) -> ctxjoint::Rows {
-    let [a, b] = rows.lens.map(|len| ctxjoint::Rows::at(len, rows.first));
+/// BEST: the parts of planes `p` for the `ctxjoint` codecs, one for each of the block's
+/// tensors `rows` that holds [`MIN_PART`] elements or more there (or for its largest tensor if
+/// none does), smaller ones joining the part before them (the first part, the part after).
+/// Each part starts at the quad its tensor starts in, and is in the rows its tensor offers that
+/// [`part_rows`] picks; `scratch` is overwritten.
+fn ctx_parts(rows: &[TensorRows], p: [&[u8]; 2], scratch: &mut Vec<u8>) -> Vec<ctxjoint::Part> {
+    let n = p[0].len();
+    let end = |i: usize| rows.get(i + 1).map_or(n, |t| t.start() as usize).min(n);
+    let len = |i: usize| end(i).saturating_sub(rows[i].start() as usize);
+    let mut opened: Vec<usize> = (0..rows.len()).filter(|&i| len(i) >= MIN_PART).collect();
+    if opened.is_empty() {
+        opened.extend((0..rows.len()).max_by_key(|&i| len(i)));
+    }
+    let starts: Vec<usize> = opened
+        .iter()
+        .enumerate()
+        .map(|(j, &i)| match j {
+            0 => 0,
+            _ => (rows[i].start() as usize).next_multiple_of(ctxjoint::QUAD_LEN),
+        })
+        .collect();
+    let ends = starts.iter().skip(1).copied().chain([n]);
+    opened
+        .iter()
+        .zip(starts.iter().zip(ends))
+        .map(|(&i, (&start, end))| {
+            let first = rows[i].first + start as i64;
+            let sample = start..end.min(start + ROWS_SAMPLE);
+            let rows = part_rows(rows[i].lens, first, [&p[0][sample.clone()], &p[1][sample]], scratch);
+            ctxjoint::Part {
+                len: end - start,
+                rows,
+            }
+        })
+        .collect()
+}
+
+/// BEST: the row layout of a part whose first element is element `first` of a tensor with
+/// rows of `lens`: with two row lengths to choose from, the one that codes `sample` (the
+/// part's first [`ROWS_SAMPLE`] elements) smaller. `scratch` is overwritten.
+fn part_rows(lens: [u64; 2], first: i64, sample: [&[u8]; 2], scratch: &mut Vec<u8>) -> ctxjoint::Rows {
+    let [a, b] = lens.map(|len| ctxjoint::Rows::at(len, first));
     if a == b {
         return a;
     }
-    let n = p[0].len().min(ROWS_SAMPLE);
     let mut size = |r| {
         scratch.clear();
-        ctxjoint::encode(&p[0][..n], &p[1][..n], r, scratch).then_some(scratch.len())
+        ctxjoint::encode(sample[0], sample[1], r, scratch).then_some(scratch.len())
     };
     match (size(a), size(b)) {
         (Some(x), Some(y)) if y < x => b,
@@ -257,7 +298,7 @@ fn ctx_rows(rows: TensorRows, p: [&[u8]; 2], scratch: &mut Vec<u8>) -> ctxjoint:
 /// not apply or does not pay (see [`MODEL_SLACK_RATIO`]).
 fn code_joint(
     p: [&[u8]; 2],
-    rows: Option<TensorRows>,
+    rows: &[TensorRows],
     c0: &mut Vec<u8>,
     c1: &mut Vec<u8>,
 ) -> Option<(Codec, Codec)> {
@@ -265,9 +306,9 @@ fn code_joint(
     c1.clear();
     let n = p[0].len();
     let ((coded, codec), estimate) = rayon::join(
-        || match rows {
-            Some(r) => code_ctxjoint(p, r, c0),
-            None => (joint::encode_joint(p[0], p[1], c0), Codec::Joint),
+        || match rows.is_empty() {
+            false => code_ctxjoint(p, rows, c0),
+            true => (joint::encode_joint(p[0], p[1], c0), Codec::Joint),
         },
         || {
             raw6::encode(p[1], c1);
@@ -280,21 +321,23 @@ fn code_joint(
     (coded && total < 2 * n && pays).then_some((codec, Codec::Raw6))
 }
 
-/// BEST: plane 0 of planes `p` of a tensor's block into `c0` with `ctxjoint`, or with `joint`
-/// for a plane of at most [`JOINT_TRIAL_MAX`] elements that it codes smaller. Returns whether
-/// the codec applied, and which codec it is.
-fn code_ctxjoint(p: [&[u8]; 2], rows: TensorRows, c0: &mut Vec<u8>) -> (bool, Codec) {
-    let rows = ctx_rows(rows, p, c0);
+/// BEST: plane 0 of planes `p` of a block of tensors into `c0` with `ctxjoint` or
+/// `ctxtensors`, or with `joint` for a plane of at most [`JOINT_TRIAL_MAX`] elements that it
+/// codes smaller. Returns whether a codec applied, and which codec it is.
+fn code_ctxjoint(p: [&[u8]; 2], rows: &[TensorRows], c0: &mut Vec<u8>) -> (bool, Codec) {
+    let parts = ctx_parts(rows, p, c0);
     c0.clear();
-    let coded = ctxjoint::encode(p[0], p[1], rows, c0);
-    if coded && p[0].len() <= JOINT_TRIAL_MAX {
+    let Some(codec) = ctxjoint::encode_parts(p[0], p[1], &parts, c0) else {
+        return (false, Codec::CtxJoint);
+    };
+    if p[0].len() <= JOINT_TRIAL_MAX {
         let mut plain = Vec::new();
         if joint::encode_joint(p[0], p[1], &mut plain) && plain.len() < c0.len() {
             std::mem::swap(c0, &mut plain);
             return (true, Codec::Joint);
         }
     }
-    (coded, Codec::CtxJoint)
+    (true, codec)
 }
 
 /// FAST: an `exp16` block as a huffjoint/raw6 pair, coded from the block's words (`None`,
@@ -346,7 +389,7 @@ fn code_other(data: &[u8], mode: Mode, coded: &mut Vec<u8>) -> Codec {
 /// plane 0 as context (then the exponent plane is coded on the other thread meanwhile).
 fn code_head(
     transform: Transform,
-    rows: Option<TensorRows>,
+    rows: &[TensorRows],
     mode: Mode,
     p: [&[u8]; 2],
     c: &mut [Vec<u8>],
@@ -368,14 +411,14 @@ fn code_head(
     }
 }
 
-/// Codes the block `raw`, planned as `planned`, whose elements lie in `rows` if it holds a
-/// tensor, in `mode`: returns the transform it is coded with (see [`refine`]) and the codec of
+/// Codes the block `raw`, planned as `planned`, whose elements lie in the rows of its tensors
+/// `rows`, in `mode`: returns the transform it is coded with (see [`refine`]) and the codec of
 /// each of its planes. Plane `k`'s payload is then `s.coded[k]`, or for a stored plane
 /// `s.planes[k]` (the block itself for a one-plane block).
 pub fn code(
     raw: &[u8],
     planned: Transform,
-    rows: Option<TensorRows>,
+    rows: &[TensorRows],
     mode: Mode,
     s: &mut Scratch,
 ) -> (Transform, [Codec; MAX_PLANES]) {
@@ -448,7 +491,7 @@ mod tests {
                 first: 0,
             };
             let (mut c0, mut c1) = (Vec::new(), Vec::new());
-            let (codec, _) = code_joint([&exps, &mans], Some(rows), &mut c0, &mut c1).unwrap();
+            let (codec, _) = code_joint([&exps, &mans], &[rows], &mut c0, &mut c1).unwrap();
             let (mut ctx, mut plain) = (Vec::new(), Vec::new());
             let layout = ctxjoint::Rows::at(32, 0);
             assert!(ctxjoint::encode(&exps, &mans, layout, &mut ctx));

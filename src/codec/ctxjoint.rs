@@ -18,8 +18,16 @@
 //! depends on elements `0..i-1` only (not on element `i - 1`), so the two interleaved streams
 //! of a block stay two independent chains of decoding work.
 //!
+//! A block that holds several tensors is coded by [`TENSORS_SPEC`] (id 12, `ctxtensors`): its
+//! elements are cut into parts, one per tensor, each with the rows of its tensor, while the
+//! frequency models run on across the parts. The models then learn from every tensor of the
+//! block (small tensors pay most of their coding cost in learning), and a context keeps its
+//! meaning from part to part: it names a magnitude relative to the block's context base.
+//!
 //! Payload (see docs/FORMAT.md): the joint alphabet, `u32` row length, `u32` first column,
-//! `i16` context base, then two streams of the elements' ranks. Plane 1 is `raw6`.
+//! `i16` context base, then two streams of the elements' ranks; for `ctxtensors`, the joint
+//! alphabet, `i16` context base, `u32` part count, each part's `u32` element count, row length
+//! and first column, then the streams. Plane 1 is `raw6`.
 
 use super::adaptive::{finish_two, two_streams, Counts, Params, Streams, INC};
 use super::alphabet::{self, Alphabet};
@@ -39,6 +47,19 @@ pub static SPEC: Spec = Spec {
     decode: Decode::PairOrWords {
         pair: decode,
         words: decode_words,
+    },
+};
+
+/// The `ctxtensors` codec: `ctxjoint` over the parts of a block that holds several tensors,
+/// each part in the rows of its tensor.
+pub static TENSORS_SPEC: Spec = Spec {
+    id: 12,
+    name: "ctxtensors",
+    fits: SPEC.fits,
+    partner: Some(Codec::Raw6),
+    decode: Decode::PairOrWords {
+        pair: decode_tensors,
+        words: decode_tensors_words,
     },
 };
 
@@ -87,6 +108,8 @@ const PARAMS: Params = Params {
 };
 /// Bytes before the streams: the row length, the first column and the context base.
 const LAYOUT_LEN: usize = 10;
+/// Bytes of a part in a `ctxtensors` payload: its element count, row length and first column.
+const PART_LEN: usize = 12;
 
 /// Where a plane's elements lie in the rows of their tensor: element `i` is in column
 /// `(i + phase) % len`.
@@ -110,6 +133,19 @@ impl Rows {
         }
     }
 }
+
+/// A run of a plane's elements that lie in the rows of one tensor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Part {
+    /// Elements in the run: a multiple of [`QUAD_LEN`] but in the plane's last part.
+    pub len: usize,
+    /// Where its elements lie in the rows of its tensor.
+    pub rows: Rows,
+}
+
+/// Parts of a plane other than its last hold whole quads of this many elements, so that the
+/// decoder's quads never straddle two parts.
+pub const QUAD_LEN: usize = QUAD;
 
 /// The logarithm of `x` in 1/64 octaves: the position of its leading bit, then the six bits
 /// below it as a linear fraction; 0 for 0 and 1. Exact for `x` below 2^58; the sums it is
@@ -223,25 +259,37 @@ thread_local! {
 
 impl Scale {
     fn new(rows: Rows, base: i32, shift: u32) -> Scale {
-        let mean = qexp(base + half_span(shift));
-        let row_len = rows.len as usize;
-        let (mut columns, mut deviation) = KEPT_COLUMNS
+        let (columns, deviation) = KEPT_COLUMNS
             .with(|k| k.take())
             .unwrap_or_else(|| (zeroed(), zeroed()));
-        columns[..row_len + QUAD].fill(0);
-        deviation[..row_len + LAG].fill(0);
-        Scale {
-            row_len,
-            added: rows.phase as usize,
-            phase: rows.phase as usize,
+        let mut scale = Scale {
+            row_len: 1,
+            added: 0,
+            phase: 0,
             columns,
             deviation,
-            row_sum: ROW_PRIOR * mean,
-            row_count: ROW_PRIOR,
+            row_sum: 0,
+            row_count: 1,
             rows: 0,
             base,
             shift,
-        }
+        };
+        scale.restart(rows);
+        scale
+    }
+
+    /// Starts over at the first element of a part in `rows`: nothing seen, the row estimate
+    /// at the middle context.
+    fn restart(&mut self, rows: Rows) {
+        let row_len = rows.len as usize;
+        self.columns[..row_len + QUAD].fill(0);
+        self.deviation[..row_len + LAG].fill(0);
+        self.row_len = row_len;
+        self.added = rows.phase as usize;
+        self.phase = rows.phase as usize;
+        self.row_sum = ROW_PRIOR * qexp(self.base + half_span(self.shift));
+        self.row_count = ROW_PRIOR;
+        self.rows = 0;
     }
 
     /// The row's estimated magnitude, in [`qlog`] units less the context base.
@@ -576,18 +624,45 @@ pub(crate) enum Variant {
 /// length or use fewer than 2 or more than [`alphabet::MAX_USED`] joint symbols. Plane 1 is
 /// [`raw6::encode`].
 pub fn encode(exps: &[u8], mans: &[u8], rows: Rows, out: &mut Vec<u8>) -> bool {
-    encode_variant(exps, mans, rows, Variant::RowsAndColumns, out)
+    let whole = [Part {
+        len: exps.len(),
+        rows,
+    }];
+    encode_variant(exps, mans, &whole, Variant::RowsAndColumns, out)
 }
 
-/// [`encode`] with the contexts of `variant`.
+/// The payload of the planes `exps` and `mans` cut into `parts`: `ctxtensors` for two parts or
+/// more, else `ctxjoint`. Returns the codec, or `None` (appending nothing) where [`encode`]
+/// returns `false` or the parts do not cover the planes in whole quads (see [`Part::len`]).
+pub fn encode_parts(exps: &[u8], mans: &[u8], parts: &[Part], out: &mut Vec<u8>) -> Option<Codec> {
+    encode_variant(exps, mans, parts, Variant::RowsAndColumns, out).then_some(match parts.len() {
+        1 => Codec::CtxJoint,
+        _ => Codec::CtxTensors,
+    })
+}
+
+/// Whether `parts` cover a plane of `len` elements, each in a valid row layout, every part but
+/// the last in whole quads.
+fn parts_fit(parts: &[Part], len: usize) -> bool {
+    let valid = |p: &Part| p.len > 0 && (1..=MAX_ROW).contains(&p.rows.len) && p.rows.phase < p.rows.len;
+    let (last, rest) = match parts.split_last() {
+        Some(split) => split,
+        None => return false,
+    };
+    parts.iter().all(valid)
+        && rest.iter().all(|p| p.len.is_multiple_of(QUAD))
+        && rest.iter().map(|p| p.len).sum::<usize>().checked_add(last.len) == Some(len)
+}
+
+/// [`encode_parts`] with the contexts of `variant`, as a `bool`.
 pub(crate) fn encode_variant(
     exps: &[u8],
     mans: &[u8],
-    rows: Rows,
+    parts: &[Part],
     variant: Variant,
     out: &mut Vec<u8>,
 ) -> bool {
-    if exps.len() != mans.len() || !(1..=MAX_ROW).contains(&rows.len) || rows.phase >= rows.len {
+    if exps.len() != mans.len() || !parts_fit(parts, exps.len()) {
         return false;
     }
     let Some(alphabet) = Alphabet::of(exps, mans) else {
@@ -603,18 +678,26 @@ pub(crate) fn encode_variant(
     let shift = step_shift(keys.len());
     let base = base_of(&keys, &mag, shift);
     alphabet.write(out);
-    out.extend_from_slice(&rows.len.to_le_bytes());
-    out.extend_from_slice(&rows.phase.to_le_bytes());
-    out.extend_from_slice(&(base as i16).to_le_bytes());
+    write_layout(parts, base, out);
     // The contexts depend on the keys only, so they are found in a pass of their own.
-    let contexts = match variant {
-        Variant::RecentExponent | Variant::RecentExponentAndUp => {
-            let (te, _) = alphabet.expansion();
-            let exponents: Vec<u8> = keys.iter().map(|&k| te[k as usize]).collect();
-            recent_exponent_contexts(&exponents, rows, variant == Variant::RecentExponentAndUp)
+    let mut contexts = Vec::with_capacity(keys.len());
+    let mut scale = Scale::new(parts[0].rows, base, shift);
+    let mut at = 0;
+    for part in parts {
+        let keys = &keys[at..at + part.len];
+        at += part.len;
+        scale.restart(part.rows);
+        match variant {
+            Variant::RecentExponent | Variant::RecentExponentAndUp => {
+                let (te, _) = alphabet.expansion();
+                let exponents: Vec<u8> = keys.iter().map(|&k| te[k as usize]).collect();
+                let up = variant == Variant::RecentExponentAndUp;
+                contexts.extend(recent_exponent_contexts(&exponents, part.rows, up));
+            }
+            _ => scale_contexts(keys, &mag, &mut scale, variant, &mut contexts),
         }
-        _ => scale_contexts(&keys, &mag, Scale::new(rows, base, shift), variant),
-    };
+    }
+    scale.keep();
     let mut models = Models::new(alphabet.len());
     models.inherit = variant != Variant::Uninherited;
     let mut e0 = Encoder::with_capacity(keys.len() / 3 + 16);
@@ -633,11 +716,35 @@ pub(crate) fn encode_variant(
     true
 }
 
-/// The context of every element under [`Scale`] (or, for the [`Variant::Rows`] and
-/// [`Variant::Columns`] measurements, under half of it).
-fn scale_contexts(keys: &[u8], mag: &[u64; 256], mut scale: Scale, variant: Variant) -> Vec<u8> {
+/// Writes the layout that follows the alphabet: `ctxjoint`'s for one part, `ctxtensors`' for
+/// more.
+fn write_layout(parts: &[Part], base: i32, out: &mut Vec<u8>) {
+    let base = (base as i16).to_le_bytes();
+    if let [whole] = parts {
+        out.extend_from_slice(&whole.rows.len.to_le_bytes());
+        out.extend_from_slice(&whole.rows.phase.to_le_bytes());
+        out.extend_from_slice(&base);
+        return;
+    }
+    out.extend_from_slice(&base);
+    out.extend_from_slice(&(parts.len() as u32).to_le_bytes());
+    for p in parts {
+        for field in [p.len as u32, p.rows.len, p.rows.phase] {
+            out.extend_from_slice(&field.to_le_bytes());
+        }
+    }
+}
+
+/// Appends to `contexts` the context of every element of `keys` under `scale` (or, for the
+/// [`Variant::Rows`] and [`Variant::Columns`] measurements, under half of it).
+fn scale_contexts(
+    keys: &[u8],
+    mag: &[u64; 256],
+    scale: &mut Scale,
+    variant: Variant,
+    contexts: &mut Vec<u8>,
+) {
     let mean_row = scale.row();
-    let mut contexts = Vec::with_capacity(keys.len());
     for (q, quad) in keys.chunks(QUAD).enumerate() {
         if q >= 2 {
             let k = &keys[(q - 2) * QUAD..(q - 1) * QUAD];
@@ -656,8 +763,6 @@ fn scale_contexts(keys: &[u8], mag: &[u64; 256], mut scale: Scale, variant: Vari
             c as u8
         }));
     }
-    scale.keep();
-    contexts
 }
 
 /// The contexts of [`Variant::RecentExponent`] or, with `up`, of
@@ -700,32 +805,61 @@ fn recent_exponent_contexts(exponents: &[u8], rows: Rows, up: bool) -> Vec<u8> {
         .collect()
 }
 
-/// Reads the row layout and context base that follow the alphabet.
-fn read_layout(payload: &[u8]) -> Result<(Rows, i32, &[u8]), CodecError> {
-    let head = payload
-        .get(..LAYOUT_LEN)
-        .ok_or(CodecError("ctxjoint layout truncated"))?;
-    let word = |at: usize| u32::from_le_bytes([head[at], head[at + 1], head[at + 2], head[at + 3]]);
-    let rows = Rows {
-        len: word(0),
-        phase: word(4),
+/// Reads the layout that follows the alphabet of a plane of `len` elements: `ctxjoint`'s (one
+/// part), or with `tensors` `ctxtensors`' (two parts or more). Returns the parts, the context
+/// base and the streams.
+fn read_layout(
+    payload: &[u8],
+    len: usize,
+    tensors: bool,
+) -> Result<(Vec<Part>, i32, &[u8]), CodecError> {
+    let truncated = CodecError("ctxjoint layout truncated");
+    let word = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+    let rows = |b: &[u8]| Rows {
+        len: word(b),
+        phase: word(&b[4..]),
     };
-    if !(1..=MAX_ROW).contains(&rows.len) || rows.phase >= rows.len {
+    let (parts, base, rest) = if tensors {
+        let head = payload.get(..6).ok_or(truncated)?;
+        let count = word(&head[2..]) as usize;
+        let table_len = count
+            .checked_mul(PART_LEN)
+            .filter(|&n| count >= 2 && n <= payload.len() - 6)
+            .ok_or(CodecError("ctxtensors part count out of range"))?;
+        let (table, rest) = payload[6..].split_at(table_len);
+        let parts = table
+            .chunks_exact(PART_LEN)
+            .map(|b| Part {
+                len: word(b) as usize,
+                rows: rows(&b[4..]),
+            })
+            .collect();
+        (parts, &head[..2], rest)
+    } else {
+        let head = payload.get(..LAYOUT_LEN).ok_or(truncated)?;
+        let whole = vec![Part { len, rows: rows(head) }];
+        (whole, &head[8..], &payload[LAYOUT_LEN..])
+    };
+    if !parts_fit(&parts, len) {
         return Err(CodecError("ctxjoint row layout out of range"));
     }
-    let base = i16::from_le_bytes([head[8], head[9]]) as i32;
-    Ok((rows, base, &payload[LAYOUT_LEN..]))
+    Ok((parts, i16::from_le_bytes([base[0], base[1]]) as i32, rest))
 }
 
 /// The decoding state of one plane: the models, the scale and the two streams.
 struct State<'a> {
     scale: Scale,
+    /// The plane's parts, and how many are started.
+    parts: Vec<Part>,
+    started: usize,
+    /// Elements of the current part not yet decoded.
+    left: usize,
     models: Models,
     mag: [u64; 256],
     streams: Streams<'a>,
     /// Magnitudes of the last two quads decoded, quad `q`'s at `q % 2`.
     last: [[u64; QUAD]; 2],
-    /// Elements decoded.
+    /// Elements of the current part decoded.
     done: usize,
 }
 
@@ -736,7 +870,11 @@ impl State<'_> {
     fn decode_into(&mut self, out: &mut [u8]) {
         let mut at = 0;
         while at < out.len() {
-            let rest = &mut out[at..];
+            if self.left == 0 {
+                self.next_part();
+            }
+            let end = out.len().min(at + self.left);
+            let rest = &mut out[at..end];
             let whole = match self.done >= LAG {
                 true => rest.len() / QUAD * QUAD,
                 false => 0,
@@ -747,12 +885,25 @@ impl State<'_> {
                     false => self.quads::<{ STEP_SHIFT + 1 }>(&mut rest[..whole]),
                 }
                 at += whole;
+                self.left -= whole;
             } else {
                 let n = rest.len().min(QUAD);
                 self.quad(&mut rest[..n]);
                 at += n;
+                self.left -= n;
             }
         }
+    }
+
+    /// Starts the next part: its rows, nothing seen. Parts cover the plane, so a plane's
+    /// elements never run past its last part (a payload whose parts do not is refused).
+    fn next_part(&mut self) {
+        let part = self.parts[self.started.min(self.parts.len() - 1)];
+        self.started += 1;
+        self.scale.restart(part.rows);
+        self.left = part.len;
+        self.done = 0;
+        self.last = [[0; QUAD]; 2];
     }
 
     /// Decodes whole quads of a plane past its first two, with contexts `1 << SHIFT` units
@@ -831,10 +982,17 @@ pub fn decode(
     exps: &mut [u8],
     mans: &mut [u8],
 ) -> Result<(), CodecError> {
-    joint::check_planes(raw, exps, mans)?;
-    let (alphabet, mut st) = State::open(payload, exps.len())?;
-    joint::decode_chunks(&alphabet, raw, exps, mans, |ec| st.decode_into(ec));
-    st.finish()
+    decode_pair(payload, false, raw, exps, mans)
+}
+
+/// [`decode`] for a `ctxtensors` payload.
+pub fn decode_tensors(
+    payload: &[u8],
+    raw: &[u8],
+    exps: &mut [u8],
+    mans: &mut [u8],
+) -> Result<(), CodecError> {
+    decode_pair(payload, true, raw, exps, mans)
 }
 
 /// Decodes a ctxjoint payload `payload` and its raw payload `raw` of an `exp16` block straight
@@ -847,8 +1005,43 @@ pub fn decode_words(
     keys: &mut Vec<u8>,
     out: &mut [u8],
 ) -> Result<(), CodecError> {
+    decode_words_of(payload, false, raw, keys, out)
+}
+
+/// [`decode_words`] for a `ctxtensors` payload.
+pub fn decode_tensors_words(
+    payload: &[u8],
+    raw: &[u8],
+    keys: &mut Vec<u8>,
+    out: &mut [u8],
+) -> Result<(), CodecError> {
+    decode_words_of(payload, true, raw, keys, out)
+}
+
+/// [`decode`], or with `tensors` [`decode_tensors`].
+fn decode_pair(
+    payload: &[u8],
+    tensors: bool,
+    raw: &[u8],
+    exps: &mut [u8],
+    mans: &mut [u8],
+) -> Result<(), CodecError> {
+    joint::check_planes(raw, exps, mans)?;
+    let (alphabet, mut st) = State::open(payload, tensors, exps.len())?;
+    joint::decode_chunks(&alphabet, raw, exps, mans, |ec| st.decode_into(ec));
+    st.finish()
+}
+
+/// [`decode_words`], or with `tensors` [`decode_tensors_words`].
+fn decode_words_of(
+    payload: &[u8],
+    tensors: bool,
+    raw: &[u8],
+    keys: &mut Vec<u8>,
+    out: &mut [u8],
+) -> Result<(), CodecError> {
     huffjoint::decode_words(raw, keys, out, |keys| {
-        let (alphabet, mut st) = State::open(payload, keys.len())?;
+        let (alphabet, mut st) = State::open(payload, tensors, keys.len())?;
         st.decode_into(keys);
         st.finish()?;
         Ok(alphabet)
@@ -856,12 +1049,20 @@ pub fn decode_words(
 }
 
 impl<'a> State<'a> {
-    /// The alphabet of `payload` and the state that decodes its `len` keys.
-    fn open(payload: &'a [u8], len: usize) -> Result<(Alphabet, State<'a>), CodecError> {
+    /// The alphabet of `payload` (a `ctxtensors` one with `tensors`) and the state that decodes
+    /// its `len` keys.
+    fn open(
+        payload: &'a [u8],
+        tensors: bool,
+        len: usize,
+    ) -> Result<(Alphabet, State<'a>), CodecError> {
         let (alphabet, rest) = Alphabet::read(payload)?;
-        let (rows, base, coded) = read_layout(rest)?;
+        let (parts, base, coded) = read_layout(rest, len, tensors)?;
         let st = State {
-            scale: Scale::new(rows, base, step_shift(len)),
+            scale: Scale::new(parts[0].rows, base, step_shift(len)),
+            left: parts[0].len,
+            parts,
+            started: 1,
             models: Models::new(alphabet.len()),
             mag: magnitudes(&alphabet),
             streams: two_streams(coded, 0)?,

@@ -15,11 +15,12 @@
 //! | 4 | [`adaptive`] | range coder, adaptive order-0 model (BEST) |
 //! | 5 | [`context`] | sign/mantissa bits modelled on the exponent plane (BEST) |
 //! | 6 | [`joint`] | exponent and top mantissa bits as one adaptive symbol (BEST) |
-//! | 7 | [`raw6`] | the other 6 bits of each sign/mantissa byte, packed (partner of 6, 8, 9) |
+//! | 7 | [`raw6`] | the other 6 bits of each sign/mantissa byte, packed (partner of 6, 8, 9, 12) |
 //! | 8 | [`huffjoint`] | the joint symbols Huffman-coded, decoded into BF16 words (FAST) |
 //! | 9 | [`ctxjoint`] | the joint symbols with models chosen by row and column magnitude (BEST) |
 //! | 10 | [`sparse`] | one byte almost everywhere: the byte and the exceptions (delta planes) |
 //! | 11 | [`basectx`] | a fine-tune's differences modelled on the base's magnitude (BEST) |
+//! | 12 | [`ctxjoint`] (`ctxtensors`) | as 9, over a block of several tensors, each in its rows (BEST) |
 //!
 //! # Adding a codec
 //! 1. Write `codec/<name>.rs`: its encoder, its decoder and its `SPEC` (id, name, placement
@@ -98,11 +99,13 @@ pub enum Codec {
     Sparse = 10,
     /// [`basectx`].
     BaseCtx = 11,
+    /// [`ctxjoint`] over the parts of a block that holds several tensors.
+    CtxTensors = 12,
 }
 
 impl Codec {
     /// Every codec, in id order.
-    pub const ALL: [Codec; 12] = [
+    pub const ALL: [Codec; 13] = [
         Codec::Stored,
         Codec::Const,
         Codec::Huffman,
@@ -115,6 +118,7 @@ impl Codec {
         Codec::CtxJoint,
         Codec::Sparse,
         Codec::BaseCtx,
+        Codec::CtxTensors,
     ];
 
     /// The codec with id `id`, if this build has it.
@@ -142,6 +146,7 @@ impl Codec {
             Codec::CtxJoint => &ctxjoint::SPEC,
             Codec::Sparse => &sparse::SPEC,
             Codec::BaseCtx => &basectx::SPEC,
+            Codec::CtxTensors => &ctxjoint::TENSORS_SPEC,
         }
     }
 

@@ -104,7 +104,8 @@ fn variant_sizes(raw: &[u8], rows: [Rows; 2]) -> [usize; 16] {
     };
     let ctx_joint = |r: Rows, v: Variant| {
         let mut out = Vec::new();
-        if ctxjoint::encode_variant(&exp[0], &exp[1], r, v, &mut out) {
+        let whole = [ctxjoint::Part { len: n, rows: r }];
+        if ctxjoint::encode_variant(&exp[0], &exp[1], &whole, v, &mut out) {
             out.len() + raw6::len(n)
         } else {
             joint

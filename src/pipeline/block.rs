@@ -21,8 +21,8 @@ pub struct Scratch {
 }
 
 /// Codes one block into the scratch `s`; returns its record, whose payloads [`payloads`]
-/// finds in `raw` and `s`. `rows` says where its elements lie in the rows of its tensor, if it
-/// holds one. A block with `base` bytes (as long as it) is coded against them when that pays
+/// finds in `raw` and `s`. `rows` says where its elements lie in the rows of its tensors (see
+/// [`TensorRows`]). A block with `base` bytes (as long as it) is coded against them when that pays
 /// ([`choice::delta`]).
 ///
 /// Some transforms are chosen per block by measurement ([`choice::refine`]), so the transform
@@ -31,7 +31,7 @@ pub fn code_block(
     raw: &[u8],
     base: Option<&[u8]>,
     planned: Transform,
-    rows: Option<TensorRows>,
+    rows: &[TensorRows],
     mode: Mode,
     s: &mut Scratch,
 ) -> BlockRecord {

@@ -182,7 +182,7 @@ struct InputReader {
 /// A block read from the input: its offset in the input, how to split it, where its elements
 /// lie in rows, whether it is coded against base bytes, and its bytes (shared with the MD5
 /// thread).
-type RawBlock<B> = (u64, Transform, Option<TensorRows>, bool, B);
+type RawBlock<B> = (u64, Transform, Vec<TensorRows>, bool, B);
 
 impl InputReader {
     fn read(
@@ -405,6 +405,7 @@ fn encode_here<R: Read + Send, W: Write + Send>(
             file_header.prefix.len() as u64,
             opts.block_size,
             &spans,
+            opts.mode,
         ),
         done: false,
     };
@@ -443,7 +444,7 @@ fn encode_here<R: Read + Send, W: Write + Send>(
                 spans.fill(offset, b, opts.base, own)?;
             }
             let mut scratch = pools.scratch.guard();
-            let record = code_block(&raw, base.as_deref(), t, rows, mode, &mut scratch);
+            let record = code_block(&raw, base.as_deref(), t, &rows, mode, &mut scratch);
             if let Some(b) = base {
                 pools.blocks.give(b);
             }

@@ -3,23 +3,28 @@
 //! Blocks never mix transforms. Consecutive regions with the same transform share a block while
 //! they fit whole, so runs of small tensors (norms, biases) do not each pay block framing, and a
 //! region that does not fit starts a fresh block, so a tensor spans `ceil(len / block_size)`
-//! blocks at most plus one. A region of `SHARE_LIMIT` (16 KiB) or more does not join a block that
-//! already holds that much, so two such regions never share a block. Tensors coded against a
+//! blocks at most plus one. In FAST mode a region of `SHARE_LIMIT` (16 KiB) or more does not
+//! join a block that already holds that much, so two such regions never share a block; BEST
+//! codes each tensor of a block in its own rows with models shared across them, and fills
+//! blocks whatever their tensors' sizes. Tensors coded against a
 //! base, tensors coded against an earlier tensor and everything else never share a block
 //! either, so a block is coded against its base bytes all through, or not at all.
 
 use super::refs::{From, Spans};
 use crate::safetensors::{Dtype, Header};
 use crate::transform::Transform;
+use crate::Mode;
 
-/// Size from which two regions do not share a block: each tensor has statistics of its own,
-/// and FAST's code tables fit one tensor far better than a mix (pocketnet BF16, many tensors
-/// of 30-70 KB: 66.55% of the file in mixed 1 MiB blocks, 66.1% when cut at tensors).
-/// Smaller regions (biases, norms) still join their neighbours, saving the framing.
+/// Size from which two regions do not share a FAST block: each tensor has statistics of its
+/// own, and FAST's code tables fit one tensor far better than a mix (pocketnet BF16, many
+/// tensors of 30-70 KB: 66.55% of the file in mixed 1 MiB blocks, 66.1% when cut at tensors).
+/// Smaller regions (biases, norms) still join their neighbours, saving the framing. BEST's
+/// models learn across the tensors of a block and it shares without a limit (pocketnet:
+/// 65.24% of the file cut at tensors, 64.97% in filled 1 MiB blocks).
 const SHARE_LIMIT: u64 = 16 << 10;
 
 /// One planned block.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BlockSpec {
     /// Offset of the block in the original file.
     pub offset: u64,
@@ -27,14 +32,14 @@ pub struct BlockSpec {
     pub len: u64,
     /// Planned transform.
     pub transform: Transform,
-    /// The rows of the tensor with the most bytes in the block, if the block holds tensors.
-    pub rows: Option<TensorRows>,
+    /// The rows of each tensor in the block, in order (none for a block outside tensors).
+    pub rows: Vec<TensorRows>,
     /// Whether the block holds referenced tensors, to be coded against their base bytes.
     pub based: bool,
 }
 
-/// Where the elements of a block lie in the rows of the tensor that fills most of it, for the
-/// coders that model rows (BEST's `ctxjoint`).
+/// Where the elements of a block lie in the rows of one of its tensors, for the coders that
+/// model rows (BEST's `ctxjoint`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TensorRows {
     /// Row lengths in elements to choose from: the tensor's last dimension above 1, and the
@@ -44,6 +49,13 @@ pub struct TensorRows {
     /// Index in the tensor of the block's first element; negative when the tensor starts
     /// inside the block.
     pub first: i64,
+}
+
+impl TensorRows {
+    /// The element of the block where the tensor's part of it starts.
+    pub fn start(&self) -> u64 {
+        (-self.first).max(0) as u64
+    }
 }
 
 impl TensorRows {
@@ -102,21 +114,25 @@ pub struct Planner {
     next_region: usize,
     pos: u64,
     block_size: u64,
+    /// Size from which two regions do not share a block.
+    share_limit: u64,
 }
 
 impl Planner {
-    /// Plans blocks for a file whose tensors are described by `header` (none: generic input).
+    /// Plans FAST blocks for a file whose tensors are described by `header` (none: generic
+    /// input).
     #[cfg(any(test, feature = "lab"))]
     pub fn new(header: Option<&Header>, prefix_len: u64, block_size: u32) -> Planner {
-        Planner::with_refs(header, prefix_len, block_size, &Spans::default())
+        Planner::with_refs(header, prefix_len, block_size, &Spans::default(), Mode::Fast)
     }
 
-    /// Plans blocks for a file whose referenced tensors are `spans`.
+    /// Plans blocks in `mode` for a file whose referenced tensors are `spans`.
     pub fn with_refs(
         header: Option<&Header>,
         prefix_len: u64,
         block_size: u32,
         spans: &Spans,
+        mode: Mode,
     ) -> Planner {
         let mut regions = Vec::new();
         let mut pos = prefix_len;
@@ -163,6 +179,10 @@ impl Planner {
             regions,
             next_region: 0,
             block_size: block_size as u64,
+            share_limit: match mode {
+                Mode::Fast => SHARE_LIMIT,
+                Mode::Best => u64::MAX,
+            },
         }
     }
 }
@@ -172,8 +192,6 @@ impl Iterator for Planner {
 
     fn next(&mut self) -> Option<BlockSpec> {
         let mut block: Option<BlockSpec> = None;
-        // Bytes of the region the block's rows come from.
-        let mut largest = 0;
         let mut against = Against::Nothing;
         while let Some(region) = self.regions.get(self.next_region).copied() {
             let left = region
@@ -193,10 +211,9 @@ impl Iterator for Planner {
                         offset: self.pos,
                         len: take,
                         transform: region.transform,
-                        rows: region.rows.map(|lens| TensorRows { lens, first: into }),
+                        rows: Vec::from_iter(region.rows.map(|lens| TensorRows { lens, first: into })),
                         based: region.against != Against::Nothing,
                     });
-                    largest = take;
                     against = region.against;
                     self.pos += take;
                     if take < left {
@@ -207,16 +224,13 @@ impl Iterator for Planner {
                     if b.transform == region.transform
                         && against == region.against
                         && left <= cap - b.len
-                        && (left < SHARE_LIMIT || b.len < SHARE_LIMIT) =>
+                        && (left < self.share_limit || b.len < self.share_limit) =>
                 {
-                    if left > largest {
-                        largest = left;
-                        let before = (b.len / width) as i64;
-                        b.rows = region.rows.map(|lens| TensorRows {
-                            lens,
-                            first: -before,
-                        });
-                    }
+                    let before = (b.len / width) as i64;
+                    b.rows.extend(region.rows.map(|lens| TensorRows {
+                        lens,
+                        first: -before,
+                    }));
                     b.len += left;
                     self.pos += left;
                 }
@@ -286,26 +300,33 @@ mod tests {
     }
 
     #[test]
-    fn blocks_know_the_rows_of_their_largest_tensor() {
+    fn blocks_know_the_rows_of_their_tensors() {
         // A bias, a [64, 3, 5] tensor (1920 bytes of BF16), then a 1-D tensor.
         let json = br#"{"b":{"dtype":"BF16","shape":[8],"data_offsets":[0,16]},
             "w":{"dtype":"BF16","shape":[64,3,5],"data_offsets":[16,1936]},
             "v":{"dtype":"BF16","shape":[1,300],"data_offsets":[1936,2536]}}"#;
         let h = Header::parse(json, Some(2536)).unwrap();
-        let rows = |block: u32| -> Vec<Option<TensorRows>> {
+        let rows = |block: u32| -> Vec<Vec<TensorRows>> {
             Planner::new(Some(&h), 0, block)
                 .take(3)
                 .map(|b| b.rows)
                 .collect()
         };
-        let at = |lens, first| Some(TensorRows { lens, first });
-        // 2 KiB blocks: the bias joins w's block, which starts 8 elements before w.
-        assert_eq!(rows(2048), [at([5, 15], -8), at([300, 300], 0), None]);
+        let at = |lens, first| TensorRows { lens, first };
+        // 2 KiB blocks: the bias and w share a block, where w starts at element 8.
+        assert_eq!(
+            rows(2048),
+            [
+                vec![at([8, 8], 0), at([5, 15], -8)],
+                vec![at([300, 300], 0)],
+                vec![]
+            ]
+        );
         // 1 KiB blocks: w does not fit beside the bias, and its second block starts at its
         // element 512.
         assert_eq!(
             rows(1024),
-            [at([8, 8], 0), at([5, 15], 0), at([5, 15], 512)]
+            [vec![at([8, 8], 0)], vec![at([5, 15], 0)], vec![at([5, 15], 512)]]
         );
     }
 }
