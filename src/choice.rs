@@ -242,7 +242,7 @@ fn code_mantissas(data: &[u8], exponents: &[u8], coded: &mut Vec<u8>) -> Codec {
 /// none does), smaller ones joining the part before them (the first part, the part after).
 /// Each part starts at the quad its tensor starts in, and is in the rows its tensor offers that
 /// [`part_rows`] picks; `scratch` is overwritten.
-fn ctx_parts(rows: &[TensorRows], p: [&[u8]; 2], scratch: &mut Vec<u8>) -> Vec<ctxjoint::Part> {
+pub(crate) fn ctx_parts(rows: &[TensorRows], p: [&[u8]; 2], scratch: &mut Vec<u8>) -> Vec<ctxjoint::Part> {
     let n = p[0].len();
     let end = |i: usize| rows.get(i + 1).map_or(n, |t| t.start() as usize).min(n);
     let len = |i: usize| end(i).saturating_sub(rows[i].start() as usize);

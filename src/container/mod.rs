@@ -22,7 +22,7 @@ pub const MAGIC: [u8; 4] = [0x89, b'S', b'C', b'W'];
 pub const END_MAGIC: [u8; 4] = *b"SCWE";
 /// Newest format version this build writes and reads. Each archive is written with the lowest
 /// version that holds what it uses (see [`FileHeader::new`]).
-pub const VERSION: u16 = 3;
+pub const VERSION: u16 = 4;
 /// Oldest format version this build reads: version 2 added the `ctxjoint` codec, the
 /// reference section and the delta transforms, so version 1 archives read as they always did.
 pub const OLDEST_VERSION: u16 = 1;
@@ -174,11 +174,14 @@ impl FileHeader {
     }
 
     /// The lowest format version that holds an archive with this header, so that older readers
-    /// read what they can: 3 for a deflated kept header; else 2 for a reference section or BEST
-    /// mode (whose `ctxjoint` codec is version 2); else 1 (FAST codes with version 1's
-    /// transforms and codecs alone unless it has references).
+    /// read what they can: 4 for BEST mode on safetensors input (whose blocks of several
+    /// tensors use the `ctxtensors` codec of version 4); else 3 for a deflated kept header;
+    /// else 2 for a reference section or BEST mode (whose `ctxjoint` codec is version 2); else
+    /// 1 (FAST codes with version 1's transforms and codecs alone unless it has references).
     pub fn lowest_version(&self) -> u16 {
-        if self.packed.is_some() {
+        if self.mode == Mode::Best && self.kind == Kind::Safetensors {
+            4
+        } else if self.packed.is_some() {
             3
         } else if self.refs.is_some() || self.mode == Mode::Best {
             2
