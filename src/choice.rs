@@ -477,6 +477,42 @@ mod tests {
         assert_eq!(choose_delta(&noise, Transform::Split32), Transform::Split32);
     }
 
+    #[test]
+    fn parts_follow_the_tensors_that_fill_the_block() {
+        let mut rnd = crate::test_rng(0x51ED_270B);
+        let n = 10_000;
+        let exps: Vec<u8> = (0..n).map(|_| 120 - (rnd() % 6).min(rnd() % 6) as u8).collect();
+        let mans: Vec<u8> = (0..n).map(|_| rnd() as u8).collect();
+        let at = |lens, first| TensorRows { lens, first };
+        let parts = |rows: &[TensorRows], n: usize| -> Vec<(usize, ctxjoint::Rows)> {
+            ctx_parts(rows, [&exps[..n], &mans[..n]], &mut Vec::new())
+                .iter()
+                .map(|p| (p.len, p.rows))
+                .collect()
+        };
+        let r = |len, first| ctxjoint::Rows::at(len, first);
+        // A bias (joins the part after it), a tensor from element 10, a bias (joins the part
+        // before it), then a tensor from element 4003 (its part starts at the next quad).
+        let rows = [
+            at([10, 10], 0),
+            at([100, 100], -10),
+            at([7, 7], -3000),
+            at([64, 64], -4003),
+        ];
+        assert_eq!(
+            parts(&rows, n),
+            [(4004, r(100, -10)), (n - 4004, r(64, 1))]
+        );
+        // With no tensor of MIN_PART elements, the largest gives the whole block its rows; a
+        // block starting inside a tensor keeps its place in the rows.
+        let small = [at([10, 10], 0), at([30, 30], -500), at([7, 7], -1400)];
+        assert_eq!(parts(&small, 1500), [(1500, r(30, -500))]);
+        assert_eq!(parts(&[at([64, 64], 128)], n), [(n, r(64, 128))]);
+        // Tensors past a short (truncated) block are dropped.
+        let beyond = [at([100, 100], 0), at([64, 64], -20_000)];
+        assert_eq!(parts(&beyond, n), [(n, r(100, 0))]);
+    }
+
     /// Small tensor planes keep whichever of ctxjoint and joint codes them smaller; larger
     /// ones are ctxjoint's whatever joint would give.
     #[test]

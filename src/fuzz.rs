@@ -108,7 +108,7 @@ pub fn entropy(data: &[u8]) {
     // The raw6 payload's length follows from n; the rest is the joint payload.
     let (head, raw) = payload.split_at(payload.len() - raw6::len(n).min(payload.len()));
     let base: Vec<u8> = (0..2 * n).map(|i| (i * 37 % 251) as u8).collect();
-    let _ = match data[0] % 10 {
+    let _ = match data[0] % 11 {
         0 => huffman::decode(payload, &mut out),
         1 => range::decode(payload, &mut out),
         2 => adaptive::decode(payload, &mut out),
@@ -121,6 +121,7 @@ pub fn entropy(data: &[u8]) {
         6 => ctxjoint::decode(head, raw, &mut out, &mut other),
         7 => huffjoint::decode(head, raw, &mut Vec::new(), &mut vec![0u8; 2 * n]),
         8 => sparse::decode(payload, &mut out),
+        9 => ctxjoint::decode_tensors(head, raw, &mut out, &mut other),
         _ => {
             let high: Vec<u8> = (0..n).map(|i| (i % 61 == 0) as u8).collect();
             basectx::decode(payload, &high, &base, &mut out)

@@ -196,7 +196,8 @@ impl Fixture {
     }
 
     /// Whether `pos` lies in the payload of an entropy-coded plane (huffman, range, adaptive,
-    /// context, joint, huffjoint), where flush and padding bits may not matter.
+    /// context, joint, ctxjoint, ctxtensors, huffjoint, sparse), where flush and padding bits
+    /// may not matter.
     fn in_entropy_payload(&self, pos: usize) -> bool {
         self.blocks.iter().any(|b| {
             b.planes.iter().any(|&(c, start, len)| {
@@ -208,6 +209,7 @@ impl Fixture {
                         | Codec::Context
                         | Codec::Joint
                         | Codec::CtxJoint
+                        | Codec::CtxTensors
                         | Codec::HuffJoint
                         | Codec::Sparse
                 ) && pos >= start
@@ -968,6 +970,26 @@ fn synthetic_safetensors_every_byte() {
         truncation_cases(&mut t, &fx);
         t.finish(&fx.name.clone());
     }
+}
+
+/// Three BF16 matrices that BEST codes in one block as a ctxtensors/raw6 pair (more elements
+/// than BEST also tries the joint codec on).
+#[test]
+fn synthetic_tensors_best_every_byte() {
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    let mut matrix = |n: usize| -> Vec<u8> { (0..n).flat_map(|_| rng.weight_bf16()).collect() };
+    let file = safetensors(&[
+        ("a", "BF16", vec![100, 60], matrix(6000)),
+        ("b", "BF16", vec![60, 100], matrix(6000)),
+        ("c", "BF16", vec![50, 100], matrix(5000)),
+    ]);
+    let fx = Fixture::new("synthetic tensors BEST", file, Mode::Best, 64 << 10);
+    assert_eq!(fx.blocks.len(), 1);
+    let codecs: Vec<Codec> = fx.blocks[0].planes.iter().map(|p| p.0).collect();
+    assert_eq!(codecs, [Codec::CtxTensors, Codec::Raw6]);
+    let mut t = exhaustive(&fx);
+    truncation_cases(&mut t, &fx);
+    t.finish(&fx.name.clone());
 }
 
 #[test]

@@ -178,7 +178,9 @@ fn check_inspect(archive: &[u8], input: &[u8], report: &EncodeReport, what: &str
 /// uses nothing newer.
 fn check_version(info: &sc::ArchiveInfo, what: &str) {
     let h = info.header();
-    let want = if h.packed.is_some() {
+    let want = if h.mode == Mode::Best && h.kind == Kind::Safetensors {
+        4
+    } else if h.packed.is_some() {
         3
     } else if h.refs.is_some() || h.mode == Mode::Best {
         2
@@ -197,6 +199,11 @@ fn check_version(info: &sc::ArchiveInfo, what: &str) {
         "{what}: {:?} {:?}",
         info.codecs.keys(),
         info.transforms.keys()
+    );
+    assert!(
+        h.version >= 4 || !info.codecs.contains_key("ctxtensors"),
+        "{what}: {:?}",
+        info.codecs.keys()
     );
     // Real headers (a tensor entry is some 60 bytes of JSON) always deflate smaller.
     if h.kind == Kind::Safetensors && h.prefix.len() > 200 {
@@ -328,15 +335,20 @@ fn every_block_size_from_4k_to_64m() {
     ]);
     let sample = std::fs::read(crate_path("testdata/sample.safetensors")).expect("testdata");
     for input in [&synthetic, &sample] {
+        // BEST codes a block of one tensor with ctxjoint, of several with ctxtensors.
+        let mut seen = [false; 2];
         for shift in 12..=26 {
             for mode in MODES {
                 let (archive, _) = roundtrip(input, mode, 1 << shift);
                 if mode == Mode::Best {
                     let info = inspect(&mut io::Cursor::new(&archive)).expect("inspect");
-                    assert!(info.codecs.contains_key("ctxjoint"), "block {}", 1 << shift);
+                    let has = ["ctxjoint", "ctxtensors"].map(|c| info.codecs.contains_key(c));
+                    assert!(has[0] || has[1], "block {}", 1 << shift);
+                    seen = [seen[0] || has[0], seen[1] || has[1]];
                 }
             }
         }
+        assert_eq!(seen, [true, true]);
     }
 }
 

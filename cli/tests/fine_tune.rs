@@ -107,8 +107,8 @@ fn encode_decode_verify_extract_with_the_base() {
         fs::remove_file(d.join("q.bin")).unwrap();
         // The dependency shows without the base.
         let info = text(&ok(sc(d, &["info", &archive], None)));
-        // References and a deflated kept header: version 3.
-        assert!(info.contains("format:      sc version 3"), "{info}");
+        // BEST on a safetensors file: version 4.
+        assert!(info.contains("format:      sc version 4"), "{info}");
         assert!(info.contains("kept:        safetensors header of 720 bytes, stored deflated"));
         assert!(
             info.contains("7 tensors coded against \"base.safetensors\""),
@@ -411,7 +411,7 @@ fn several_inputs_json_help_and_man_page_know_the_base() {
         serde_json::from_slice(&ok(sc(d, args, None)).stdout).unwrap()
     };
     let info = json(&["info", "--json", "tune.safetensors.sc"]);
-    assert_eq!(info["format_version"], 3);
+    assert_eq!(info["format_version"], 4);
     assert_eq!(info["base"], "base.safetensors");
     assert_eq!(info["based_tensors"], 7);
     assert_eq!(info["repeated_tensors"], 0);

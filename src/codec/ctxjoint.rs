@@ -1164,6 +1164,143 @@ mod tests {
         }
     }
 
+    /// Codes `e`/`m` in `parts` and decodes them both ways; returns the payload's length.
+    fn roundtrip_parts(e: &[u8], m: &[u8], parts: &[Part]) -> usize {
+        let mut p = Vec::new();
+        let codec = encode_parts(e, m, parts, &mut p).expect("parts fit");
+        assert_eq!(codec == Codec::CtxTensors, parts.len() > 1);
+        let mut r = Vec::new();
+        raw6::encode(m, &mut r);
+        let (mut de, mut dm) = (vec![0xAA; e.len()], vec![0x55; e.len()]);
+        let pair = TENSORS_SPEC.decode;
+        let Decode::PairOrWords { pair, words } = (match codec {
+            Codec::CtxJoint => SPEC.decode,
+            _ => pair,
+        }) else {
+            unreachable!("ctxjoint decodes pairs or words")
+        };
+        pair(&p, &r, &mut de, &mut dm).unwrap();
+        assert_eq!((de.as_slice(), dm.as_slice()), (e, m));
+        // The words path writes the block's BF16 words (exp16: exponent bits 14..7).
+        let mut out = vec![0u8; 2 * e.len()];
+        words(&p, &r, &mut Vec::new(), &mut out).unwrap();
+        let want: Vec<u8> = e
+            .iter()
+            .zip(m)
+            .flat_map(|(&e, &m)| {
+                let w = (m as u16 & 0x80) << 8 | (e as u16) << 7 | (m as u16 & 0x7F);
+                w.to_le_bytes()
+            })
+            .collect();
+        assert!(out == want);
+        p.len()
+    }
+
+    #[test]
+    fn parts_roundtrip_and_share_their_models() {
+        // Three tensors of their own row lengths and scales, the last of odd length.
+        let shapes = [(6000usize, 60usize, 1u32), (4000, 40, 2), (2001, 23, 3)];
+        let (mut e, mut m, mut parts) = (Vec::new(), Vec::new(), Vec::new());
+        for (n, row, seed) in shapes {
+            let (pe, pm) = planes(n, row, seed);
+            e.extend(pe);
+            m.extend(pm);
+            parts.push(Part {
+                len: n,
+                rows: Rows::at(row as u64, 0),
+            });
+        }
+        let together = roundtrip_parts(&e, &m, &parts);
+        // Each tensor as a block of its own pays for learning three times over.
+        let mut at = 0;
+        let apart: usize = parts
+            .iter()
+            .map(|p| {
+                let r = at..at + p.len;
+                at += p.len;
+                roundtrip(&e[r.clone()], &m[r], p.rows)
+            })
+            .sum();
+        assert!(together < apart, "{together} vs {apart}");
+        // A part may start mid-row, and one part is ctxjoint's payload.
+        parts[1].rows = Rows::at(40, -7);
+        roundtrip_parts(&e, &m, &parts);
+        let whole = [Part {
+            len: e.len(),
+            rows: Rows::at(60, 0),
+        }];
+        let mut one = Vec::new();
+        assert!(encode(&e, &m, whole[0].rows, &mut one));
+        assert_eq!(roundtrip_parts(&e, &m, &whole), one.len());
+    }
+
+    #[test]
+    fn bad_parts_are_refused_and_bad_part_tables_are_errors() {
+        let (e, m) = planes(3000, 50, 9);
+        let part = |len, row| Part {
+            len,
+            rows: Rows::at(row, 0),
+        };
+        let refused = [
+            vec![],
+            vec![part(1001, 50), part(1999, 50)],
+            vec![part(1000, 50), part(1000, 50)],
+            vec![part(1000, 50), part(2004, 50)],
+            vec![part(0, 50), part(3000, 50)],
+            vec![
+                part(1000, 50),
+                Part {
+                    len: 2000,
+                    rows: Rows { len: 50, phase: 50 },
+                },
+            ],
+        ];
+        for parts in refused {
+            let mut out = Vec::new();
+            assert_eq!(encode_parts(&e, &m, &parts, &mut out), None, "{parts:?}");
+            assert!(out.is_empty());
+        }
+        let mut p = Vec::new();
+        let parts = [part(1000, 50), part(1200, 30), part(800, 7)];
+        assert_eq!(encode_parts(&e, &m, &parts, &mut p), Some(Codec::CtxTensors));
+        let mut r = Vec::new();
+        raw6::encode(&m, &mut r);
+        let (mut de, mut dm) = (vec![0; 3000], vec![0; 3000]);
+        decode_tensors(&p, &r, &mut de, &mut dm).unwrap();
+        // The part table follows the alphabet and the context base.
+        let at = Alphabet::read(&p).unwrap().1.as_ptr() as usize - p.as_ptr() as usize + 2;
+        let field = |k: usize| at + 4 + 4 * k;
+        for (offset, bad) in [
+            (at, 0u32),
+            (at, 1),
+            (at, 4),
+            (at, u32::MAX),
+            (field(0), 999),
+            (field(0), 0),
+            (field(6), 801),
+            (field(1), 0),
+            (field(2), 50),
+            (field(4), MAX_ROW + 1),
+        ] {
+            let mut q = p.clone();
+            q[offset..offset + 4].copy_from_slice(&bad.to_le_bytes());
+            assert!(decode_tensors(&q, &r, &mut de, &mut dm).is_err(), "{offset} {bad}");
+        }
+        for cut in [at - 1, at + 3, field(8), field(9) - 1] {
+            assert!(decode_tensors(&p[..cut], &r, &mut de, &mut dm).is_err(), "{cut}");
+        }
+        // A ctxjoint payload is not a ctxtensors one, nor the other way round.
+        let mut one = Vec::new();
+        assert!(encode(&e, &m, Rows::at(50, 0), &mut one));
+        assert!(decode_tensors(&one, &r, &mut de, &mut dm).is_err());
+        assert!(decode(&p, &r, &mut de, &mut dm).is_err());
+        for k in 0..p.len() {
+            let mut q = p.clone();
+            q[k] ^= 0x5A;
+            let _ = decode_tensors(&q, &r, &mut de, &mut dm);
+        }
+    }
+
     #[test]
     fn rows_beat_the_joint_codec_on_scaled_rows() {
         let (e, m) = planes(200_000, 500, 7);

@@ -300,6 +300,39 @@ mod tests {
     }
 
     #[test]
+    fn best_fills_blocks_whatever_the_tensors_sizes() {
+        // Three 20 KiB tensors: FAST gives each a block, BEST packs two into a 48 KiB block.
+        let kib = 20 * 1024u64;
+        let json = format!(
+            r#"{{"a":{{"dtype":"BF16","shape":[10,1024],"data_offsets":[0,{kib}]}},
+            "b":{{"dtype":"BF16","shape":[20,512],"data_offsets":[{kib},{}]}},
+            "c":{{"dtype":"BF16","shape":[10240],"data_offsets":[{},{}]}}}}"#,
+            2 * kib,
+            2 * kib,
+            3 * kib
+        );
+        let h = Header::parse(json.as_bytes(), Some(3 * kib)).unwrap();
+        // The tensors' blocks, before the block of whatever follows the tensors.
+        let plan = |mode, blocks| -> Vec<(u64, u64, Vec<TensorRows>)> {
+            let spans = Spans::default();
+            Planner::with_refs(Some(&h), 0, 48 << 10, &spans, mode)
+                .take(blocks)
+                .map(|b| (b.offset, b.len, b.rows))
+                .collect()
+        };
+        let at = |lens, first| TensorRows { lens, first };
+        let offsets: Vec<u64> = plan(Mode::Fast, 3).iter().map(|b| b.0).collect();
+        assert_eq!(offsets, [0, kib, 2 * kib]);
+        assert_eq!(
+            plan(Mode::Best, 2),
+            [
+                (0, 2 * kib, vec![at([1024, 1024], 0), at([512, 512], -10240)]),
+                (2 * kib, kib, vec![at([10240, 10240], 0)]),
+            ]
+        );
+    }
+
+    #[test]
     fn blocks_know_the_rows_of_their_tensors() {
         // A bias, a [64, 3, 5] tensor (1920 bytes of BF16), then a 1-D tensor.
         let json = br#"{"b":{"dtype":"BF16","shape":[8],"data_offsets":[0,16]},
