@@ -242,7 +242,11 @@ fn code_mantissas(data: &[u8], exponents: &[u8], coded: &mut Vec<u8>) -> Codec {
 /// none does), smaller ones joining the part before them (the first part, the part after).
 /// Each part starts at the quad its tensor starts in, and is in the rows its tensor offers that
 /// [`part_rows`] picks; `scratch` is overwritten.
-pub(crate) fn ctx_parts(rows: &[TensorRows], p: [&[u8]; 2], scratch: &mut Vec<u8>) -> Vec<ctxjoint::Part> {
+pub(crate) fn ctx_parts(
+    rows: &[TensorRows],
+    p: [&[u8]; 2],
+    scratch: &mut Vec<u8>,
+) -> Vec<ctxjoint::Part> {
     let n = p[0].len();
     let end = |i: usize| rows.get(i + 1).map_or(n, |t| t.start() as usize).min(n);
     let len = |i: usize| end(i).saturating_sub(rows[i].start() as usize);
@@ -265,7 +269,12 @@ pub(crate) fn ctx_parts(rows: &[TensorRows], p: [&[u8]; 2], scratch: &mut Vec<u8
         .map(|(&i, (&start, end))| {
             let first = rows[i].first + start as i64;
             let sample = start..end.min(start + ROWS_SAMPLE);
-            let rows = part_rows(rows[i].lens, first, [&p[0][sample.clone()], &p[1][sample]], scratch);
+            let rows = part_rows(
+                rows[i].lens,
+                first,
+                [&p[0][sample.clone()], &p[1][sample]],
+                scratch,
+            );
             ctxjoint::Part {
                 len: end - start,
                 rows,
@@ -277,7 +286,12 @@ pub(crate) fn ctx_parts(rows: &[TensorRows], p: [&[u8]; 2], scratch: &mut Vec<u8
 /// BEST: the row layout of a part whose first element is element `first` of a tensor with
 /// rows of `lens`: with two row lengths to choose from, the one that codes `sample` (the
 /// part's first [`ROWS_SAMPLE`] elements) smaller. `scratch` is overwritten.
-fn part_rows(lens: [u64; 2], first: i64, sample: [&[u8]; 2], scratch: &mut Vec<u8>) -> ctxjoint::Rows {
+fn part_rows(
+    lens: [u64; 2],
+    first: i64,
+    sample: [&[u8]; 2],
+    scratch: &mut Vec<u8>,
+) -> ctxjoint::Rows {
     let [a, b] = lens.map(|len| ctxjoint::Rows::at(len, first));
     if a == b {
         return a;
@@ -398,12 +412,14 @@ fn code_head(
         unreachable!("code_head gets two coded buffers")
     };
     match mode {
-        Mode::Best if transform.exponent_aligned() => code_joint(p, rows, c0, c1).unwrap_or_else(|| {
-            rayon::join(
-                || code_exponents(p[0], c0),
-                || code_mantissas(p[1], p[0], c1),
-            )
-        }),
+        Mode::Best if transform.exponent_aligned() => {
+            code_joint(p, rows, c0, c1).unwrap_or_else(|| {
+                rayon::join(
+                    || code_exponents(p[0], c0),
+                    || code_mantissas(p[1], p[0], c1),
+                )
+            })
+        }
         _ => rayon::join(
             || code_plane(p[0], true, mode, c0),
             || code_other(p[1], mode, c1),
@@ -481,7 +497,9 @@ mod tests {
     fn parts_follow_the_tensors_that_fill_the_block() {
         let mut rnd = crate::test_rng(0x51ED_270B);
         let n = 10_000;
-        let exps: Vec<u8> = (0..n).map(|_| 120 - (rnd() % 6).min(rnd() % 6) as u8).collect();
+        let exps: Vec<u8> = (0..n)
+            .map(|_| 120 - (rnd() % 6).min(rnd() % 6) as u8)
+            .collect();
         let mans: Vec<u8> = (0..n).map(|_| rnd() as u8).collect();
         let at = |lens, first| TensorRows { lens, first };
         let parts = |rows: &[TensorRows], n: usize| -> Vec<(usize, ctxjoint::Rows)> {
@@ -499,10 +517,7 @@ mod tests {
             at([7, 7], -3000),
             at([64, 64], -4003),
         ];
-        assert_eq!(
-            parts(&rows, n),
-            [(4004, r(100, -10)), (n - 4004, r(64, 1))]
-        );
+        assert_eq!(parts(&rows, n), [(4004, r(100, -10)), (n - 4004, r(64, 1))]);
         // With no tensor of MIN_PART elements, the largest gives the whole block its rows; a
         // block starting inside a tensor keeps its place in the rows.
         let small = [at([10, 10], 0), at([30, 30], -500), at([7, 7], -1400)];
@@ -520,7 +535,9 @@ mod tests {
         let mut rnd = crate::test_rng(0x9E37_79B9);
         let mut chosen = Vec::new();
         for n in [384usize, 1000, 5000, JOINT_TRIAL_MAX + 4] {
-            let exps: Vec<u8> = (0..n).map(|_| 120 - (rnd() % 6).min(rnd() % 6) as u8).collect();
+            let exps: Vec<u8> = (0..n)
+                .map(|_| 120 - (rnd() % 6).min(rnd() % 6) as u8)
+                .collect();
             let mans: Vec<u8> = (0..n).map(|_| rnd() as u8).collect();
             let rows = TensorRows {
                 lens: [32, 32],

@@ -66,28 +66,49 @@
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
 
-/// Declares a module that the `internals` feature makes public (hidden from the
-/// documentation) for the crate's tests, fuzz targets and benches; private otherwise.
-macro_rules! internal {
-    ($($name:ident),* $(,)?) => {$(
-        #[cfg(feature = "internals")]
-        #[doc(hidden)]
-        pub mod $name;
-        #[cfg(not(feature = "internals"))]
-        mod $name;
-    )*};
-}
-
-internal!(
-    choice,
-    codec,
-    container,
-    pipeline,
-    read,
-    safetensors,
-    stats,
-    transform
-);
+// Modules the `internals` feature makes public (hidden from the documentation) for the crate's
+// tests, fuzz targets and benches; private otherwise. Declared one by one, not by a macro, so
+// that `cargo fmt` reaches their files.
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod choice;
+#[cfg(not(feature = "internals"))]
+mod choice;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod codec;
+#[cfg(not(feature = "internals"))]
+mod codec;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod container;
+#[cfg(not(feature = "internals"))]
+mod container;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod pipeline;
+#[cfg(not(feature = "internals"))]
+mod pipeline;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod read;
+#[cfg(not(feature = "internals"))]
+mod read;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod safetensors;
+#[cfg(not(feature = "internals"))]
+mod safetensors;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod stats;
+#[cfg(not(feature = "internals"))]
+mod stats;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod transform;
+#[cfg(not(feature = "internals"))]
+mod transform;
 
 mod archive;
 mod base;

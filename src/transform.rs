@@ -477,7 +477,12 @@ fn split32(raw: &[u8], base: &[u8], planes: &mut [Vec<u8>], f: impl Fn(u32, u32)
     let base = if zeros { raw } else { &base[..4 * n] };
     for i in 0..n {
         let w = u32::from_le_bytes([raw[4 * i], raw[4 * i + 1], raw[4 * i + 2], raw[4 * i + 3]]);
-        let b = u32::from_le_bytes([base[4 * i], base[4 * i + 1], base[4 * i + 2], base[4 * i + 3]]);
+        let b = u32::from_le_bytes([
+            base[4 * i],
+            base[4 * i + 1],
+            base[4 * i + 2],
+            base[4 * i + 3],
+        ]);
         let d = f(w, if zeros { 0 } else { b }).to_be_bytes();
         (p0[i], p1[i], p2[i], p3[i]) = (d[0], d[1], d[2], d[3]);
     }
@@ -487,13 +492,23 @@ fn split32(raw: &[u8], base: &[u8], planes: &mut [Vec<u8>], f: impl Fn(u32, u32)
 #[inline(always)]
 fn merge32(planes: &[&[u8]], base: &[u8], out: &mut [u8], f: impl Fn(u32, u32) -> u32) {
     let n = out.len() / 4;
-    let (p0, p1, p2, p3) = (&planes[0][..n], &planes[1][..n], &planes[2][..n], &planes[3][..n]);
+    let (p0, p1, p2, p3) = (
+        &planes[0][..n],
+        &planes[1][..n],
+        &planes[2][..n],
+        &planes[3][..n],
+    );
     let out = &mut out[..4 * n];
     let zeros = base.len() != out.len();
     for i in 0..n {
         let b = match zeros {
             true => 0,
-            false => u32::from_le_bytes([base[4 * i], base[4 * i + 1], base[4 * i + 2], base[4 * i + 3]]),
+            false => u32::from_le_bytes([
+                base[4 * i],
+                base[4 * i + 1],
+                base[4 * i + 2],
+                base[4 * i + 3],
+            ]),
         };
         let w = f(u32::from_be_bytes([p0[i], p1[i], p2[i], p3[i]]), b).to_le_bytes();
         out[4 * i..4 * i + 4].copy_from_slice(&w);
@@ -647,8 +662,13 @@ mod tests {
             .filter(|&w| !f32::from_bits((w as u32) << 16).is_nan())
             .collect();
         values.sort_by(|a, b| {
-            let (x, y) = (f32::from_bits((*a as u32) << 16), f32::from_bits((*b as u32) << 16));
-            x.partial_cmp(&y).unwrap().then((a >> 15).cmp(&(b >> 15)).reverse())
+            let (x, y) = (
+                f32::from_bits((*a as u32) << 16),
+                f32::from_bits((*b as u32) << 16),
+            );
+            x.partial_cmp(&y)
+                .unwrap()
+                .then((a >> 15).cmp(&(b >> 15)).reverse())
         });
         for &w in &values {
             let m = order16(w);
@@ -668,7 +688,15 @@ mod tests {
         assert_eq!(order16(0x0000).wrapping_sub(order16(0x8000)), 1);
         assert_eq!(zigzag16(order16(0x3F81).wrapping_sub(order16(0x3F80))), 2);
         assert_eq!(zigzag16(order16(0x3F7F).wrapping_sub(order16(0x3F80))), 1);
-        for x in [0u32, 1, 0x7FFF_FFFF, 0x8000_0000, 0xFFFF_FFFF, 0x3F80_0000, 0xBF80_0001] {
+        for x in [
+            0u32,
+            1,
+            0x7FFF_FFFF,
+            0x8000_0000,
+            0xFFFF_FFFF,
+            0x3F80_0000,
+            0xBF80_0001,
+        ] {
             assert_eq!(unorder32(order32(x)), x);
             assert_eq!(unzigzag32(zigzag32(x)), x);
         }
@@ -680,15 +708,24 @@ mod tests {
     #[test]
     fn delta_transforms_code_small_moves_as_small_numbers() {
         // 1.0 and -1.0 in BF16, each moved by one unit in the last place (away from zero).
-        let base: Vec<u8> = [0x3F80u16, 0xBF80].iter().flat_map(|w| w.to_le_bytes()).collect();
-        let tune: Vec<u8> = [0x3F81u16, 0xBF81].iter().flat_map(|w| w.to_le_bytes()).collect();
+        let base: Vec<u8> = [0x3F80u16, 0xBF80]
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect();
+        let tune: Vec<u8> = [0x3F81u16, 0xBF81]
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect();
         let planes = roundtrip_against(Transform::Sub16, &tune, &base);
         assert_eq!(planes, [vec![0, 0], vec![2, 1]]);
         let planes = roundtrip_against(Transform::Xor16, &tune, &base);
         assert_eq!(planes, [vec![0, 0], vec![1, 1]]);
         let planes = roundtrip_against(Transform::Xor8, &tune, &tune);
         assert_eq!(planes, [vec![0; 4]]);
-        let b32: Vec<u8> = [1.0f32, -2.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let b32: Vec<u8> = [1.0f32, -2.0]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
         let t32: Vec<u8> = [f32::from_bits(1.0f32.to_bits() - 3), -2.0]
             .iter()
             .flat_map(|v| v.to_le_bytes())

@@ -57,7 +57,12 @@ fn sample(raw: &[u8], base: &[u8], width: usize) -> (Vec<u8>, Vec<u8>) {
 /// The transform the block `raw` (planned as `planned`) is coded with against `base`: the
 /// member of [`family`] whose planes measure cheapest, or `None` when the plain planes measure
 /// no more than it.
-pub fn choose(raw: &[u8], base: &[u8], planned: Transform, planes: &mut [Vec<u8>]) -> Option<Transform> {
+pub fn choose(
+    raw: &[u8],
+    base: &[u8],
+    planned: Transform,
+    planes: &mut [Vec<u8>],
+) -> Option<Transform> {
     let candidates = family(planned);
     let width = candidates[0].width();
     if !raw.len().is_multiple_of(width) || base.len() != raw.len() {
@@ -159,17 +164,27 @@ mod tests {
     #[test]
     fn small_moves_take_the_difference_and_unrelated_data_stays_plain() {
         let mut next = crate::test_rng(0x9E37_79B9);
-        let base: Vec<u16> = (0..20000).map(|_| 0x3C00 + (next() % 0x300) as u16).collect();
+        let base: Vec<u16> = (0..20000)
+            .map(|_| 0x3C00 + (next() % 0x300) as u16)
+            .collect();
         let tune: Vec<u16> = base
             .iter()
             .map(|&w| w.wrapping_add((next() % 3) as u16).wrapping_sub(1))
             .collect();
-        let other: Vec<u16> = (0..20000).map(|_| 0x3C00 + (next() % 0x300) as u16).collect();
+        let other: Vec<u16> = (0..20000)
+            .map(|_| 0x3C00 + (next() % 0x300) as u16)
+            .collect();
         let mut planes = vec![Vec::new(); MAX_PLANES];
         let (b, t, o) = (words(&base), words(&tune), words(&other));
-        assert_eq!(choose(&t, &b, Transform::Exp16, &mut planes), Some(Transform::Sub16));
+        assert_eq!(
+            choose(&t, &b, Transform::Exp16, &mut planes),
+            Some(Transform::Sub16)
+        );
         assert_eq!(choose(&o, &b, Transform::Exp16, &mut planes), None);
-        assert_eq!(choose(&b, &b, Transform::Bytes, &mut planes), Some(Transform::Xor8));
+        assert_eq!(
+            choose(&b, &b, Transform::Bytes, &mut planes),
+            Some(Transform::Xor8)
+        );
         // A block whose base is not as long cannot be coded against it.
         assert_eq!(choose(&t, &b[2..], Transform::Exp16, &mut planes), None);
     }

@@ -29,9 +29,7 @@ use crate::transform::Transform;
 pub static SPEC: Spec = Spec {
     id: 11,
     name: "basectx",
-    fits: |at: Slot, coded_len| {
-        at.plane == 1 && at.transform == Transform::Sub16 && coded_len >= 2
-    },
+    fits: |at: Slot, coded_len| at.plane == 1 && at.transform == Transform::Sub16 && coded_len >= 2,
     partner: None,
     decode: Decode::GivenBase(decode),
 };
@@ -65,7 +63,9 @@ fn context(b: u16, h: u8, shift: u32, top: u32) -> usize {
         return ESCAPE;
     }
     let field = ((b & 0x7FFF) as u32) >> shift;
-    (field + LEVELS as u32 - 1).saturating_sub(top).min(LEVELS as u32 - 1) as usize
+    (field + LEVELS as u32 - 1)
+        .saturating_sub(top)
+        .min(LEVELS as u32 - 1) as usize
 }
 
 /// Codes `n` (at most 15) bits `v` as one uniform symbol.

@@ -644,14 +644,20 @@ pub fn encode_parts(exps: &[u8], mans: &[u8], parts: &[Part], out: &mut Vec<u8>)
 /// Whether `parts` cover a plane of `len` elements, each in a valid row layout, every part but
 /// the last in whole quads.
 fn parts_fit(parts: &[Part], len: usize) -> bool {
-    let valid = |p: &Part| p.len > 0 && (1..=MAX_ROW).contains(&p.rows.len) && p.rows.phase < p.rows.len;
+    let valid =
+        |p: &Part| p.len > 0 && (1..=MAX_ROW).contains(&p.rows.len) && p.rows.phase < p.rows.len;
     let (last, rest) = match parts.split_last() {
         Some(split) => split,
         None => return false,
     };
     parts.iter().all(valid)
         && rest.iter().all(|p| p.len.is_multiple_of(QUAD))
-        && rest.iter().map(|p| p.len).sum::<usize>().checked_add(last.len) == Some(len)
+        && rest
+            .iter()
+            .map(|p| p.len)
+            .sum::<usize>()
+            .checked_add(last.len)
+            == Some(len)
 }
 
 /// [`encode_parts`] with the contexts of `variant`, as a `bool`.
@@ -837,7 +843,10 @@ fn read_layout(
         (parts, &head[..2], rest)
     } else {
         let head = payload.get(..LAYOUT_LEN).ok_or(truncated)?;
-        let whole = vec![Part { len, rows: rows(head) }];
+        let whole = vec![Part {
+            len,
+            rows: rows(head),
+        }];
         (whole, &head[8..], &payload[LAYOUT_LEN..])
     };
     if !parts_fit(&parts, len) {
@@ -1262,7 +1271,10 @@ mod tests {
         }
         let mut p = Vec::new();
         let parts = [part(1000, 50), part(1200, 30), part(800, 7)];
-        assert_eq!(encode_parts(&e, &m, &parts, &mut p), Some(Codec::CtxTensors));
+        assert_eq!(
+            encode_parts(&e, &m, &parts, &mut p),
+            Some(Codec::CtxTensors)
+        );
         let mut r = Vec::new();
         raw6::encode(&m, &mut r);
         let (mut de, mut dm) = (vec![0; 3000], vec![0; 3000]);
@@ -1284,10 +1296,16 @@ mod tests {
         ] {
             let mut q = p.clone();
             q[offset..offset + 4].copy_from_slice(&bad.to_le_bytes());
-            assert!(decode_tensors(&q, &r, &mut de, &mut dm).is_err(), "{offset} {bad}");
+            assert!(
+                decode_tensors(&q, &r, &mut de, &mut dm).is_err(),
+                "{offset} {bad}"
+            );
         }
         for cut in [at - 1, at + 3, field(8), field(9) - 1] {
-            assert!(decode_tensors(&p[..cut], &r, &mut de, &mut dm).is_err(), "{cut}");
+            assert!(
+                decode_tensors(&p[..cut], &r, &mut de, &mut dm).is_err(),
+                "{cut}"
+            );
         }
         // A ctxjoint payload is not a ctxtensors one, nor the other way round.
         let mut one = Vec::new();

@@ -81,7 +81,9 @@ pub fn decode_joint(
     let (alphabet, coded) = Alphabet::read(joint)?;
     let mut model = AdaptiveModel::new(keys(alphabet.len()), JOINT_PARAMS);
     let mut st = two_streams(coded, 0)?;
-    decode_chunks(&alphabet, raw, exps, mans, |ec| model.decode_into(&mut st, 0, ec));
+    decode_chunks(&alphabet, raw, exps, mans, |ec| {
+        model.decode_into(&mut st, 0, ec)
+    });
     st.finish()
 }
 

@@ -252,7 +252,11 @@ impl Decoder {
             None => byte(data, pos) << 8 | byte(data, pos + 1),
         };
         let (code, range) = (self.code, self.range);
-        self.code = select(two, code << 16 | next, select(one, code << 8 | next >> 8, code));
+        self.code = select(
+            two,
+            code << 16 | next,
+            select(one, code << 8 | next >> 8, code),
+        );
         self.range = select(two, range << 16, select(one, range << 8, range));
         self.pos += one as u32 + two as u32;
     }

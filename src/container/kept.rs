@@ -34,7 +34,8 @@ pub fn unpack(packed: &[u8], len: usize) -> Result<Vec<u8>> {
     let mut out = vec![0u8; len.min(packed.len().saturating_mul(4).max(4096))];
     let (mut read, mut written) = (0, 0);
     loop {
-        let (status, took, made) = decompress(&mut state, &packed[read..], &mut out, written, flags);
+        let (status, took, made) =
+            decompress(&mut state, &packed[read..], &mut out, written, flags);
         read += took;
         written += made;
         match status {

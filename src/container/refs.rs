@@ -240,10 +240,7 @@ impl References {
                 Source::Tensor(from) => {
                     let s = find(from)?;
                     if s.len() != t.len() || s.end > t.begin || repeated.contains(from.as_str()) {
-                        return Err(corrupt(format!(
-                            "{:?} cannot repeat {from:?}",
-                            e.tensor
-                        )));
+                        return Err(corrupt(format!("{:?} cannot repeat {from:?}", e.tensor)));
                     }
                 }
             }

@@ -211,7 +211,16 @@ pub fn decode_block(
         let e = &record.planes;
         let [s0, s1, tail @ ..] = &mut s.planes;
         let (head, rest) = rayon::join(
-            || decode_head([&e[0], &e[1]], [parts[0], parts[1]], plane_len, base, s0, s1),
+            || {
+                decode_head(
+                    [&e[0], &e[1]],
+                    [parts[0], parts[1]],
+                    plane_len,
+                    base,
+                    s0,
+                    s1,
+                )
+            },
             || {
                 tail[..n - 2]
                     .par_iter_mut()

@@ -8,9 +8,7 @@ use super::refs::{NoOwn, OwnBytes, Retained, Sources, Spans};
 use super::{on_threads, ordered, Budget, Pools, DEFAULT_MEMORY};
 use crate::archive::Archive;
 use crate::base::Base;
-use crate::container::{
-    checksum::hex, BlockRecord, FileHeader, Footer, IndexEntry, Kind, Mode,
-};
+use crate::container::{checksum::hex, BlockRecord, FileHeader, Footer, IndexEntry, Kind, Mode};
 use crate::error::{Error, Result};
 use crate::read::{read_exact_or, read_up_to, At};
 use crate::safetensors::{Header, TensorInfo};
@@ -367,7 +365,9 @@ pub fn decode<R: Read + Send, W: Write + Send>(
     output: W,
     opts: &DecodeOptions,
 ) -> Result<DecodeReport> {
-    on_threads(opts.threads, || decode_from(Stream(input), output, opts, None))
+    on_threads(opts.threads, || {
+        decode_from(Stream(input), output, opts, None)
+    })
 }
 
 /// Decompresses the archive `archive` (in memory, or a memory map of a file) into `output`,
@@ -382,7 +382,9 @@ pub fn decode_slice<W: Write + Send>(
         ..*opts
     };
     let again: Box<dyn ReadSeek> = Box::new(io::Cursor::new(archive));
-    on_threads(opts.threads, || decode_from(archive, output, &opts, Some(again)))
+    on_threads(opts.threads, || {
+        decode_from(archive, output, &opts, Some(again))
+    })
 }
 
 /// Decompresses the archive `archive` into a new buffer.

@@ -69,7 +69,11 @@ fn same(input: &dyn ReadAt, a: u64, b: u64, len: u64) -> Result<bool> {
 
 /// The tensors of `tensors` (by data offset, data starting at `prefix_len` in `input`) that
 /// repeat an earlier one: pairs of (repeat, first occurrence), as indexes into `tensors`.
-pub fn find(tensors: &[TensorInfo], prefix_len: u64, input: &dyn ReadAt) -> Result<Vec<(usize, usize)>> {
+pub fn find(
+    tensors: &[TensorInfo],
+    prefix_len: u64,
+    input: &dyn ReadAt,
+) -> Result<Vec<(usize, usize)>> {
     let start = |i: usize| prefix_len + tensors[i].begin;
     let sized: Vec<usize> = (0..tensors.len())
         .filter(|&i| tensors[i].len() >= MIN_LEN)
@@ -83,13 +87,17 @@ pub fn find(tensors: &[TensorInfo], prefix_len: u64, input: &dyn ReadAt) -> Resu
             let mut h = twox_hash::XxHash3_64::new();
             for s in samples {
                 let r = start(i) + s..start(i) + s + SAMPLE.min(len);
-                hash_range(input, r, &mut buf, &mut |b| std::hash::Hasher::write(&mut h, b))?;
+                hash_range(input, r, &mut buf, &mut |b| {
+                    std::hash::Hasher::write(&mut h, b)
+                })?;
             }
             Ok(std::hash::Hasher::finish(&h))
         })? {
             for by_digest in groups(&by_sample, |i| {
                 let mut h = twox_hash::XxHash3_128::new();
-                hash_range(input, start(i)..start(i) + len, &mut buf, &mut |b| h.write(b))?;
+                hash_range(input, start(i)..start(i) + len, &mut buf, &mut |b| {
+                    h.write(b)
+                })?;
                 Ok(h.finish_128())
             })? {
                 let first = by_digest[0];

@@ -9,8 +9,8 @@ use super::{dedup, on_threads, ordered, Budget, Pools, DEFAULT_MEMORY};
 use crate::base::Base;
 use crate::container::refs::{Reference, References, Source};
 use crate::container::{
-    check_block_size, BlockRecord, FileHeader, Footer, IndexEntry, Kind, Mode,
-    DEFAULT_BLOCK_SIZE, MAX_KEPT_JSON,
+    check_block_size, BlockRecord, FileHeader, Footer, IndexEntry, Kind, Mode, DEFAULT_BLOCK_SIZE,
+    MAX_KEPT_JSON,
 };
 use crate::error::{Error, HeaderError, Result};
 use crate::read::{read_up_to, ReadAt};
@@ -286,7 +286,11 @@ pub fn encode_file<W: Write + Send>(
             dedup: false,
             ..*opts
         };
-        return encode(std::io::BufReader::with_capacity(64 << 10, file), output, &opts);
+        return encode(
+            std::io::BufReader::with_capacity(64 << 10, file),
+            output,
+            &opts,
+        );
     }
     let opts = EncodeOptions {
         input_len: Some(meta.len()),
@@ -294,7 +298,12 @@ pub fn encode_file<W: Write + Send>(
     };
     let input = crate::read::At::new(file)?;
     on_threads(opts.threads, || {
-        encode_here(std::io::BufReader::with_capacity(64 << 10, input), output, &opts, Some(file))
+        encode_here(
+            std::io::BufReader::with_capacity(64 << 10, input),
+            output,
+            &opts,
+            Some(file),
+        )
     })
 }
 
@@ -341,7 +350,8 @@ fn references(
         let paired: Vec<usize> = (0..tensors.len())
             .filter(|&i| {
                 let t = &tensors[i];
-                let same = |b: &crate::TensorInfo| b.dtype_name == t.dtype_name && b.shape == t.shape;
+                let same =
+                    |b: &crate::TensorInfo| b.dtype_name == t.dtype_name && b.shape == t.shape;
                 sources[i].is_none() && !t.is_empty() && base.tensor(&t.name).is_some_and(same)
             })
             .collect();

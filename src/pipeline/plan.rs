@@ -123,7 +123,13 @@ impl Planner {
     /// input).
     #[cfg(any(test, feature = "lab"))]
     pub fn new(header: Option<&Header>, prefix_len: u64, block_size: u32) -> Planner {
-        Planner::with_refs(header, prefix_len, block_size, &Spans::default(), Mode::Fast)
+        Planner::with_refs(
+            header,
+            prefix_len,
+            block_size,
+            &Spans::default(),
+            Mode::Fast,
+        )
     }
 
     /// Plans blocks in `mode` for a file whose referenced tensors are `spans`.
@@ -211,7 +217,9 @@ impl Iterator for Planner {
                         offset: self.pos,
                         len: take,
                         transform: region.transform,
-                        rows: Vec::from_iter(region.rows.map(|lens| TensorRows { lens, first: into })),
+                        rows: Vec::from_iter(
+                            region.rows.map(|lens| TensorRows { lens, first: into }),
+                        ),
                         based: region.against != Against::Nothing,
                     });
                     against = region.against;
@@ -326,7 +334,11 @@ mod tests {
         assert_eq!(
             plan(Mode::Best, 2),
             [
-                (0, 2 * kib, vec![at([1024, 1024], 0), at([512, 512], -10240)]),
+                (
+                    0,
+                    2 * kib,
+                    vec![at([1024, 1024], 0), at([512, 512], -10240)]
+                ),
                 (2 * kib, kib, vec![at([10240, 10240], 0)]),
             ]
         );
@@ -359,7 +371,11 @@ mod tests {
         // element 512.
         assert_eq!(
             rows(1024),
-            [vec![at([8, 8], 0)], vec![at([5, 15], 0)], vec![at([5, 15], 512)]]
+            [
+                vec![at([8, 8], 0)],
+                vec![at([5, 15], 0)],
+                vec![at([5, 15], 512)]
+            ]
         );
     }
 }

@@ -132,9 +132,10 @@ impl Retained {
 
 impl OwnBytes for Retained {
     fn read_own(&self, range: Range<u64>, out: &mut [u8]) -> Result<()> {
-        let part = self.parts.iter().find(|(r, kept)| {
-            r.start <= range.start && range.end <= r.start + kept.len() as u64
-        });
+        let part = self
+            .parts
+            .iter()
+            .find(|(r, kept)| r.start <= range.start && range.end <= r.start + kept.len() as u64);
         let (r, kept) = part.ok_or_else(|| {
             Error::Corrupt("a repeated tensor's source was not decoded before it".into())
         })?;
@@ -163,9 +164,8 @@ impl Spans {
         let by_name: HashMap<&str, &TensorInfo> =
             tensors.iter().map(|t| (t.name.as_str(), t)).collect();
         // A corrupt kept header may give offsets near u64::MAX: such spans lie past every block.
-        let at = |t: &TensorInfo| {
-            prefix_len.saturating_add(t.begin)..prefix_len.saturating_add(t.end)
-        };
+        let at =
+            |t: &TensorInfo| prefix_len.saturating_add(t.begin)..prefix_len.saturating_add(t.end);
         let mut spans: Vec<Span> = refs
             .entries
             .iter()

@@ -13,17 +13,19 @@ mod x86;
 use super::alphabet::{Alphabet, MAX_USED, SYMBOLS};
 use super::{huffman, raw6, Codec, CodecError, Decode, Slot, Spec};
 use crate::transform::Transform;
-#[cfg(not(target_arch = "x86_64"))]
-use {expand16_portable as expand16_detect, pack16_portable as pack16_detect};
 #[cfg(target_arch = "x86_64")]
 use x86::{expand16_detect, pack16_detect};
+#[cfg(not(target_arch = "x86_64"))]
+use {expand16_portable as expand16_detect, pack16_portable as pack16_detect};
 
 /// The `huffjoint` codec: plane 0 of an `exp16` block, with [`raw6`] as plane 1.
 pub static SPEC: Spec = Spec {
     id: 8,
     name: "huffjoint",
     fits: |at: Slot, coded_len| {
-        at.plane == 0 && at.transform == Transform::Exp16 && raw6::pair_fits(coded_len, at.plane_len)
+        at.plane == 0
+            && at.transform == Transform::Exp16
+            && raw6::pair_fits(coded_len, at.plane_len)
     },
     partner: Some(Codec::Raw6),
     decode: Decode::PairWords(decode),
@@ -141,7 +143,11 @@ pub fn encode_raw16(raw: &[u8], out: &mut Vec<u8>) {
 /// Packs the raw fields of 4-word `groups` into 3 bytes each of `dst`; returns the groups done.
 /// `extract` gathers the bits under [`RAW16_MASK`] of a 64-bit word into its low 24 bits.
 #[inline(always)]
-pub(crate) fn pack16(groups: &[[u8; 8]], dst: &mut [[u8; 3]], extract: impl Fn(u64) -> u64) -> usize {
+pub(crate) fn pack16(
+    groups: &[[u8; 8]],
+    dst: &mut [[u8; 3]],
+    extract: impl Fn(u64) -> u64,
+) -> usize {
     for (g, d) in groups.iter().zip(dst.iter_mut()) {
         let f = extract(u64::from_le_bytes(*g));
         d.copy_from_slice(&f.to_le_bytes()[..3]);
@@ -254,7 +260,12 @@ pub(crate) fn expand16(
 }
 
 /// [`expand16`] with the fields spread by shifts and masks.
-pub(crate) fn expand16_portable(base: &[u32; 256], keys: &[u8], raw: &[u8], out: &mut [u8]) -> usize {
+pub(crate) fn expand16_portable(
+    base: &[u32; 256],
+    keys: &[u8],
+    raw: &[u8],
+    out: &mut [u8],
+) -> usize {
     expand16(base, keys, raw, out, |w| {
         let x = (w & 0x3F) | (w & 0xFC0) << 10 | (w & 0x3_F000) << 20 | (w & 0xFC_0000) << 30;
         (x & 0x001F_001F_001F_001F) | (x << 10 & 0x8000_8000_8000_8000)

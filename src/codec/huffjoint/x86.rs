@@ -16,7 +16,7 @@ unsafe fn pack16_bmi2(groups: &[[u8; 8]], dst: &mut [[u8; 3]]) -> usize {
 
 /// [`pack16`] as compiled for this CPU.
 pub(super) fn pack16_detect(groups: &[[u8; 8]], dst: &mut [[u8; 3]]) -> usize {
-        if std::is_x86_feature_detected!("bmi2") {
+    if std::is_x86_feature_detected!("bmi2") {
         // SAFETY: the CPU has the feature `pack16_bmi2` is compiled for.
         return unsafe { pack16_bmi2(groups, dst) };
     }
@@ -154,7 +154,7 @@ unsafe fn expand16_vbmi(base: &[u32; 256], keys: &[u8], raw: &[u8], out: &mut [u
 /// elements: AVX2 at most 15 past its last step, or the 4..20 whose raw bytes it cannot read
 /// 16 at a time.
 pub(super) fn expand16_detect(base: &[u32; 256], keys: &[u8], raw: &[u8], out: &mut [u8]) -> usize {
-        if std::is_x86_feature_detected!("avx2") {
+    if std::is_x86_feature_detected!("avx2") {
         let done = match std::is_x86_feature_detected!("avx512vbmi")
             && std::is_x86_feature_detected!("avx512bw")
             && std::is_x86_feature_detected!("avx512f")
@@ -175,7 +175,7 @@ pub(super) fn expand16_detect(base: &[u32; 256], keys: &[u8], raw: &[u8], out: &
         };
         return done + rest;
     }
-        if std::is_x86_feature_detected!("bmi2") {
+    if std::is_x86_feature_detected!("bmi2") {
         // SAFETY: the CPU has the feature `expand16_bmi2` is compiled for.
         return unsafe { expand16_bmi2(base, keys, raw, out) };
     }

@@ -3,9 +3,7 @@
 //! the CPU has them. The only `unsafe` of the codec besides the huffjoint kernels.
 #![allow(unsafe_code)]
 
-use super::{
-    quarter, DecodeTable, Table, COUNT_SHIFT, LEN_SHIFT, LOOKUP_MASK, MAX_SYMS, STREAMS,
-};
+use super::{quarter, DecodeTable, Table, COUNT_SHIFT, LEN_SHIFT, LOOKUP_MASK, MAX_SYMS, STREAMS};
 use crate::codec::CodecError;
 
 /// Lookups per stream between refills: a refill leaves at least 56 bits, a lookup takes <= 12.
