@@ -2,14 +2,18 @@
 //! file, next to the order-0 entropies they are bounded by (`sc models`).
 
 use super::read_file_header;
-use crate::codec::ctxjoint::{self, Rows, Variant};
+use crate::choice::ctx_parts;
+use crate::codec::ctxjoint::{self, Part, Rows, Variant};
 use crate::codec::{adaptive, context, huffjoint, huffman, joint, range, raw6};
 use crate::error::{Error, Result};
-use crate::pipeline::plan::TensorRows;
+use crate::pipeline::encode::EncodeOptions;
+use crate::pipeline::plan::{Planner, TensorRows};
+use crate::pipeline::refs::Spans;
 use crate::read::read_exact_or;
-use crate::safetensors::Dtype;
+use crate::safetensors::{Dtype, Header};
 use crate::stats::{entropy_bits, histogram};
 use crate::transform::Transform;
+use crate::Mode;
 use std::io::{Read, Seek, SeekFrom};
 
 /// One model variant and what it costs.
@@ -26,8 +30,10 @@ pub struct ModelRow {
 pub struct ModelReport {
     /// 16-bit float values measured.
     pub values: u64,
-    /// Blocks they were coded in.
+    /// Blocks they were coded in, a tensor's values to a block.
     pub blocks: u64,
+    /// Blocks BEST plans for them, several tensors to a block (the last row's).
+    pub best_blocks: u64,
     /// Order-0 bounds first, then the coders, in the order of the variants.
     pub rows: Vec<ModelRow>,
 }
@@ -39,8 +45,8 @@ impl ModelReport {
     }
 }
 
-/// The coder variants, in the order of [`variant_sizes`]; "(sc fast)" and "(sc best)" mark
-/// the ones the modes choose for trained weights.
+/// The coder variants measured in blocks of one tensor, in the order of [`variant_sizes`];
+/// "(sc fast)" marks the one FAST chooses for trained weights.
 const VARIANTS: [&str; 16] = [
     "huffman split16: high byte coded, low byte raw",
     "huffman exp16: exponent coded, sign/mantissa raw",
@@ -57,8 +63,13 @@ const VARIANTS: [&str; 16] = [
     "joint symbols in 16 contexts: mean magnitude of the column, relative to the block",
     "joint symbols in 16 contexts: row x column magnitude, models starting uniform",
     "ctxjoint: row x column magnitude, rows = dimensions after the first",
-    "ctxjoint: row x column magnitude, rows = last dimension (sc best)",
+    "ctxjoint: row x column magnitude, rows = last dimension, a block per tensor (sc best of format 3)",
 ];
+
+/// The variant BEST chooses for trained weights, measured in its own blocks
+/// ([`ctx_tensors_size`]).
+const CTX_TENSORS: &str =
+    "ctxtensors: blocks of several tensors as BEST plans them, each tensor in its rows, models shared (sc best)";
 
 /// Coded size of a plane as the pipeline would store it (const, coded, or raw if smaller).
 fn stored(plane: &[u8], coded: usize) -> usize {
@@ -66,6 +77,45 @@ fn stored(plane: &[u8], coded: usize) -> usize {
         1
     } else {
         coded.min(plane.len())
+    }
+}
+
+/// Plane `p` coded adaptively as the pipeline would store it.
+fn adaptive_size(p: &[u8]) -> usize {
+    let mut out = Vec::new();
+    let ok = adaptive::encode(p, &mut out);
+    stored(p, if ok { out.len() } else { p.len() })
+}
+
+/// Exponent and sign/mantissa planes `exp` coded apart: the exponents adaptively, the
+/// sign/mantissa plane modelled on them.
+fn modelled_apart(exp: &[Vec<u8>]) -> usize {
+    let mut ctx = Vec::new();
+    context::encode_context(&exp[1], &exp[0], &mut ctx);
+    adaptive_size(&exp[0]) + stored(&exp[1], ctx.len())
+}
+
+/// Planes `exp` as a `joint`/`raw6` pair, or coded apart where `joint` does not apply.
+fn joint_size(exp: &[Vec<u8>]) -> usize {
+    with_raw6(
+        exp,
+        |out| joint::encode_joint(&exp[0], &exp[1], out),
+        || modelled_apart(exp),
+    )
+}
+
+/// Planes `exp` as a pair whose plane 0, exponents with mantissa bits 6..5, `code` writes
+/// (returning whether its codec applies) and whose plane 1 is `raw6`; `fallback` when the
+/// codec does not apply.
+fn with_raw6(
+    exp: &[Vec<u8>],
+    code: impl FnOnce(&mut Vec<u8>) -> bool,
+    fallback: impl FnOnce() -> usize,
+) -> usize {
+    let mut out = Vec::new();
+    match code(&mut out) {
+        true => out.len() + raw6::len(exp[0].len()),
+        false => fallback(),
     }
 }
 
@@ -86,30 +136,15 @@ fn variant_sizes(raw: &[u8], rows: [Rows; 2]) -> [usize; 16] {
         let ok = range::encode(p, &histogram(p), &mut out);
         stored(p, if ok { out.len() } else { p.len() })
     };
-    let adapt = |p: &[u8]| {
-        let mut out = Vec::new();
-        let ok = adaptive::encode(p, &mut out);
-        stored(p, if ok { out.len() } else { p.len() })
-    };
-    let mut ctx = Vec::new();
-    context::encode_context(&exp[1], &exp[0], &mut ctx);
     let n = exp[0].len();
-    let joint = {
-        let mut out = Vec::new();
-        if joint::encode_joint(&exp[0], &exp[1], &mut out) {
-            out.len() + raw6::len(n)
-        } else {
-            adapt(&exp[0]) + stored(&exp[1], ctx.len())
-        }
-    };
+    let joint = joint_size(&exp);
     let ctx_joint = |r: Rows, v: Variant| {
-        let mut out = Vec::new();
-        let whole = [ctxjoint::Part { len: n, rows: r }];
-        if ctxjoint::encode_variant(&exp[0], &exp[1], &whole, v, &mut out) {
-            out.len() + raw6::len(n)
-        } else {
-            joint
-        }
+        let whole = [Part { len: n, rows: r }];
+        with_raw6(
+            &exp,
+            |out| ctxjoint::encode_variant(&exp[0], &exp[1], &whole, v, out),
+            || joint,
+        )
     };
     let census = huffjoint::Census::of16(raw);
     let huffjoint = match census.alphabet() {
@@ -126,9 +161,9 @@ fn variant_sizes(raw: &[u8], rows: [Rows; 2]) -> [usize; 16] {
         huffjoint,
         range(&split[0]) + range(&split[1]),
         range(&exp[0]) + range(&exp[1]),
-        adapt(&exp[0]) + n,
-        adapt(&exp[0]) + adapt(&exp[1]),
-        adapt(&exp[0]) + stored(&exp[1], ctx.len()),
+        adaptive_size(&exp[0]) + n,
+        adaptive_size(&exp[0]) + adaptive_size(&exp[1]),
+        modelled_apart(&exp),
         joint,
         ctx_joint(rows[0], Variant::RecentExponent),
         ctx_joint(rows[0], Variant::RecentExponentAndUp),
@@ -140,9 +175,56 @@ fn variant_sizes(raw: &[u8], rows: [Rows; 2]) -> [usize; 16] {
     ]
 }
 
+/// Bytes of the file's 16-bit float data as BEST codes it: blocks of `block_size` planned as
+/// BEST plans them, several tensors to a block, each block's planes cut into parts that lie in
+/// their tensors' rows and coded with `ctxtensors` (models shared across the parts), plus the
+/// `raw6` plane. Returns those bytes, the values they hold and the blocks. Reads one block at a
+/// time.
+///
+/// Only the blocks planned as [`Transform::Exp16`] are coded, and they hold exactly the BF16
+/// and F16 tensors' bytes that [`compare_models`] measures apart: the planner gives `Exp16`
+/// to BF16/F16 tensors alone (other dtypes, and bytes between tensors, get other transforms),
+/// never lets a block mix transforms, and the validated header makes those tensors whole
+/// 2-byte values that do not overlap.
+fn ctx_tensors_size<R: Read + Seek>(
+    r: &mut R,
+    header: &Header,
+    block_size: u32,
+) -> Result<(usize, u64, u64)> {
+    let base = header.prefix_len();
+    let end = base + header.tensors.last().map_or(0, |t| t.end);
+    let plan = Planner::with_refs(
+        Some(header),
+        base,
+        block_size,
+        &Spans::default(),
+        Mode::Best,
+    );
+    let (mut bytes, mut values, mut blocks) = (0, 0, 0);
+    let (mut raw, mut exp, mut scratch) = (Vec::new(), vec![Vec::new(), Vec::new()], Vec::new());
+    for spec in plan.take_while(|b| b.offset < end) {
+        if spec.transform != Transform::Exp16 {
+            continue;
+        }
+        raw.resize(spec.len as usize, 0);
+        r.seek(SeekFrom::Start(spec.offset))?;
+        read_exact_or(r, &mut raw, "tensor data")?;
+        Transform::Exp16.split(&raw, &mut exp);
+        let parts = ctx_parts(&spec.rows, [&exp[0], &exp[1]], &mut scratch);
+        let code =
+            |out: &mut Vec<u8>| ctxjoint::encode_parts(&exp[0], &exp[1], &parts, out).is_some();
+        bytes += with_raw6(&exp, code, || joint_size(&exp));
+        values += spec.len / 2;
+        blocks += 1;
+    }
+    Ok((bytes, values, blocks))
+}
+
 /// Runs every variant over the BF16 and F16 tensors of the safetensors file `r`, in blocks of
-/// `block_size` bytes per tensor. Reads one block at a time, so memory stays bounded.
+/// `block_size` bytes per tensor, and BEST's coding over its own blocks ([`ctx_tensors_size`]).
+/// Reads one block at a time, so memory stays bounded.
 pub fn compare_models<R: Read + Seek>(r: &mut R, block_size: u32) -> Result<ModelReport> {
+    EncodeOptions::check_block_size(block_size)?;
     let (header, _) = read_file_header(r)?;
     let base = header.prefix_len();
     let block = (block_size & !1) as u64;
@@ -195,6 +277,13 @@ pub fn compare_models<R: Read + Seek>(r: &mut R, block_size: u32) -> Result<Mode
             "the file has no BF16 or F16 tensors to model".into(),
         ));
     }
+    let (ctx_tensors, ctx_values, best_blocks) = ctx_tensors_size(r, &header, block_size)?;
+    // The last row compares like for like only over the same values (ctx_tensors_size says
+    // why it does); a plan that mixed other bytes into those blocks would be a planner bug.
+    assert_eq!(
+        ctx_values, values,
+        "BEST's planned BF16/F16 blocks hold the BF16/F16 tensors' values, no more, no fewer"
+    );
     let e = |k: usize| entropy_bits(&global[k]) * values as f64 / 8.0;
     let mut rows = vec![
         ModelRow {
@@ -218,9 +307,14 @@ pub fn compare_models<R: Read + Seek>(r: &mut R, block_size: u32) -> Result<Mode
         name,
         bytes: b as f64,
     }));
+    rows.push(ModelRow {
+        name: CTX_TENSORS,
+        bytes: ctx_tensors as f64,
+    });
     Ok(ModelReport {
         values,
         blocks,
+        best_blocks,
         rows,
     })
 }
@@ -229,15 +323,61 @@ pub fn compare_models<R: Read + Seek>(r: &mut R, block_size: u32) -> Result<Mode
 mod tests {
     use super::*;
 
+    /// A safetensors file of `tensors` (name, dtype, shape, data), laid out in order.
+    fn file(tensors: &[(&str, &str, Vec<u64>, Vec<u8>)]) -> Vec<u8> {
+        let mut at = 0;
+        let entries: Vec<String> = tensors
+            .iter()
+            .map(|(name, dtype, shape, data)| {
+                at += data.len();
+                format!(
+                    r#""{name}":{{"dtype":"{dtype}","shape":{shape:?},"data_offsets":[{},{at}]}}"#,
+                    at - data.len()
+                )
+            })
+            .collect();
+        let json = format!("{{{}}}", entries.join(","));
+        let mut out = (json.len() as u64).to_le_bytes().to_vec();
+        out.extend_from_slice(json.as_bytes());
+        for (.., data) in tensors {
+            out.extend_from_slice(data);
+        }
+        out
+    }
+
+    /// `rows` x `cols` BF16 values, roughly Gaussian with a scale per row that is the same in
+    /// every tensor `seed` makes.
+    fn weights(rows: usize, cols: usize, seed: u64) -> Vec<u8> {
+        let mut state = seed;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 40) as f32 / (1u64 << 24) as f32
+        };
+        let mut out = Vec::with_capacity(rows * cols * 2);
+        for r in 0..rows {
+            let scale = 0.02 * (1.0 + (r % 7) as f32);
+            for _ in 0..cols {
+                let g: f32 = (0..4).map(|_| next()).sum::<f32>() - 2.0;
+                let bf16 = ((g * scale).to_bits() >> 16) as u16;
+                out.extend_from_slice(&bf16.to_le_bytes());
+            }
+        }
+        out
+    }
+
+    /// The row of `rep` named `name`.
+    fn row<'a>(rep: &'a ModelReport, name: &str) -> &'a ModelRow {
+        rep.rows.iter().find(|r| r.name == name).unwrap()
+    }
+
     #[test]
     fn entropies_match_a_hand_computed_file() {
         // Four BF16 values: 1.0 (0x3F80) twice, -1.0 (0xBF80), 2.0 (0x4000).
         let vals: [u16; 4] = [0x3F80, 0x3F80, 0xBF80, 0x4000];
         let data: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
-        let json = br#"{"t":{"dtype":"BF16","shape":[4],"data_offsets":[0,8]}}"#;
-        let mut file = (json.len() as u64).to_le_bytes().to_vec();
-        file.extend_from_slice(json);
-        file.extend_from_slice(&data);
+        let file = file(&[("t", "BF16", vec![4], data)]);
         let rep = compare_models(&mut std::io::Cursor::new(file), 4096).unwrap();
         let bits = |i: usize| rep.bits_per_value(&rep.rows[i]);
         // High bytes 3F,3F,BF,40 -> 1.5 bits; low bytes 80,80,80,00 -> H(3/4,1/4) = 0.8113.
@@ -248,5 +388,50 @@ mod tests {
         assert!((bits(2) - 1.5).abs() < 1e-9);
         assert!((bits(3) - 1.5).abs() < 1e-9);
         assert!(compare_models(&mut std::io::Cursor::new(b"not a model".to_vec()), 4096).is_err());
+    }
+
+    #[test]
+    fn small_tensors_sharing_best_blocks_code_smaller_than_a_block_each() {
+        // Eight 32 x 64 tensors drawn alike: BEST plans them into one 64 KiB block, where the
+        // models learn once; a block per tensor learns eight times.
+        let tensors: Vec<_> = (0..8)
+            .map(|k| {
+                (
+                    ["a", "b", "c", "d", "e", "f", "g", "h"][k],
+                    "BF16",
+                    vec![32, 64],
+                    weights(32, 64, k as u64),
+                )
+            })
+            .collect();
+        let rep = compare_models(&mut std::io::Cursor::new(file(&tensors)), 64 << 10).unwrap();
+        assert_eq!((rep.values, rep.blocks, rep.best_blocks), (8 * 2048, 8, 1));
+        let shared = row(&rep, CTX_TENSORS).bytes;
+        let apart = row(&rep, VARIANTS[15]).bytes;
+        assert!(
+            shared < apart,
+            "ctxtensors {shared} vs ctxjoint a block per tensor {apart}"
+        );
+        assert_eq!(rep.rows.last().unwrap().name, CTX_TENSORS);
+    }
+
+    #[test]
+    fn best_blocks_measure_the_16_bit_floats_alone() {
+        // F32 and I64 tensors between the BF16 and F16 ones: BEST's blocks of the 16-bit
+        // floats hold the values the other rows measure, no more (compare_models checks).
+        let tensors = [
+            ("a", "BF16", vec![32, 64], weights(32, 64, 1)),
+            ("b", "F32", vec![3], vec![7; 12]),
+            ("c", "BF16", vec![5], weights(1, 5, 2)),
+            ("d", "I64", vec![1], vec![9; 8]),
+            ("e", "F16", vec![16, 64], weights(16, 64, 3)),
+        ];
+        let rep = compare_models(&mut std::io::Cursor::new(file(&tensors)), 4096).unwrap();
+        assert_eq!(
+            (rep.values, rep.blocks, rep.best_blocks),
+            (2048 + 5 + 1024, 3, 3)
+        );
+        let best = row(&rep, CTX_TENSORS).bytes;
+        assert!(best > 0.0 && best < 2.0 * rep.values as f64, "{best}");
     }
 }

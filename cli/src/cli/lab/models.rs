@@ -35,12 +35,14 @@ fn measure(a: &ModelsArgs) -> Result<()> {
     let mut t = String::new();
     writeln!(
         t,
-        "{}: {} BF16/F16 values ({:.1}% of the file) in {} blocks of up to {} bytes\n",
+        "{}: {} BF16/F16 values ({:.1}% of the file) in {} blocks of up to {} bytes, a tensor's \
+         values to a block ({} blocks as BEST plans them)\n",
         a.input.display(),
         rep.values,
         100.0 * data / file_len.max(1) as f64,
         rep.blocks,
-        a.block_size
+        a.block_size,
+        rep.best_blocks
     )?;
     writeln!(
         t,
