@@ -45,8 +45,8 @@ pub static SPEC: Spec = Spec {
     },
     partner: Some(Codec::Raw6),
     decode: Decode::PairOrWords {
-        pair: decode,
-        words: decode_words,
+        pair: decode::<false>,
+        words: decode_words::<false>,
     },
 };
 
@@ -58,8 +58,8 @@ pub static TENSORS_SPEC: Spec = Spec {
     fits: SPEC.fits,
     partner: Some(Codec::Raw6),
     decode: Decode::PairOrWords {
-        pair: decode_tensors,
-        words: decode_tensors_words,
+        pair: decode::<true>,
+        words: decode_words::<true>,
     },
 };
 
@@ -983,74 +983,32 @@ impl State<'_> {
     }
 }
 
-/// Decodes a ctxjoint payload `payload` and its raw payload `raw` into the exponent plane
-/// `exps` and the sign/mantissa plane `mans`.
-pub fn decode(
+/// Decodes a ctxjoint payload `payload` (a ctxtensors one if `TENSORS`) and its raw payload
+/// `raw` into the exponent plane `exps` and the sign/mantissa plane `mans`.
+pub fn decode<const TENSORS: bool>(
     payload: &[u8],
-    raw: &[u8],
-    exps: &mut [u8],
-    mans: &mut [u8],
-) -> Result<(), CodecError> {
-    decode_pair(payload, false, raw, exps, mans)
-}
-
-/// [`decode`] for a `ctxtensors` payload.
-pub fn decode_tensors(
-    payload: &[u8],
-    raw: &[u8],
-    exps: &mut [u8],
-    mans: &mut [u8],
-) -> Result<(), CodecError> {
-    decode_pair(payload, true, raw, exps, mans)
-}
-
-/// Decodes a ctxjoint payload `payload` and its raw payload `raw` of an `exp16` block straight
-/// into the block's bytes `out`, with `keys` as scratch: the keys are expanded into the
-/// elements as FAST's [`huffjoint`](super::huffjoint) expands its own, the transform's merge
-/// folded in, so that no planes are written and merged.
-pub fn decode_words(
-    payload: &[u8],
-    raw: &[u8],
-    keys: &mut Vec<u8>,
-    out: &mut [u8],
-) -> Result<(), CodecError> {
-    decode_words_of(payload, false, raw, keys, out)
-}
-
-/// [`decode_words`] for a `ctxtensors` payload.
-pub fn decode_tensors_words(
-    payload: &[u8],
-    raw: &[u8],
-    keys: &mut Vec<u8>,
-    out: &mut [u8],
-) -> Result<(), CodecError> {
-    decode_words_of(payload, true, raw, keys, out)
-}
-
-/// [`decode`], or with `tensors` [`decode_tensors`].
-fn decode_pair(
-    payload: &[u8],
-    tensors: bool,
     raw: &[u8],
     exps: &mut [u8],
     mans: &mut [u8],
 ) -> Result<(), CodecError> {
     joint::check_planes(raw, exps, mans)?;
-    let (alphabet, mut st) = State::open(payload, tensors, exps.len())?;
+    let (alphabet, mut st) = State::open(payload, TENSORS, exps.len())?;
     joint::decode_chunks(&alphabet, raw, exps, mans, |ec| st.decode_into(ec));
     st.finish()
 }
 
-/// [`decode_words`], or with `tensors` [`decode_tensors_words`].
-fn decode_words_of(
+/// Decodes a ctxjoint payload `payload` (a ctxtensors one if `TENSORS`) and its raw payload
+/// `raw` of an `exp16` block straight into the block's bytes `out`, with `keys` as scratch: the
+/// keys are expanded into the elements as FAST's [`huffjoint`](super::huffjoint) expands its
+/// own, the transform's merge folded in, so that no planes are written and merged.
+pub fn decode_words<const TENSORS: bool>(
     payload: &[u8],
-    tensors: bool,
     raw: &[u8],
     keys: &mut Vec<u8>,
     out: &mut [u8],
 ) -> Result<(), CodecError> {
     huffjoint::decode_words(raw, keys, out, |keys| {
-        let (alphabet, mut st) = State::open(payload, tensors, keys.len())?;
+        let (alphabet, mut st) = State::open(payload, TENSORS, keys.len())?;
         st.decode_into(keys);
         st.finish()?;
         Ok(alphabet)
@@ -1119,7 +1077,7 @@ mod tests {
         let mut r = Vec::new();
         raw6::encode(m, &mut r);
         let (mut de, mut dm) = (vec![0xAA; e.len()], vec![0x55; e.len()]);
-        decode(&p, &r, &mut de, &mut dm).unwrap();
+        decode::<false>(&p, &r, &mut de, &mut dm).unwrap();
         assert_eq!(de, e);
         assert_eq!(dm, m);
         p.len()
@@ -1278,7 +1236,7 @@ mod tests {
         let mut r = Vec::new();
         raw6::encode(&m, &mut r);
         let (mut de, mut dm) = (vec![0; 3000], vec![0; 3000]);
-        decode_tensors(&p, &r, &mut de, &mut dm).unwrap();
+        decode::<true>(&p, &r, &mut de, &mut dm).unwrap();
         // The part table follows the alphabet and the context base.
         let at = Alphabet::read(&p).unwrap().1.as_ptr() as usize - p.as_ptr() as usize + 2;
         let field = |k: usize| at + 4 + 4 * k;
@@ -1297,25 +1255,25 @@ mod tests {
             let mut q = p.clone();
             q[offset..offset + 4].copy_from_slice(&bad.to_le_bytes());
             assert!(
-                decode_tensors(&q, &r, &mut de, &mut dm).is_err(),
+                decode::<true>(&q, &r, &mut de, &mut dm).is_err(),
                 "{offset} {bad}"
             );
         }
         for cut in [at - 1, at + 3, field(8), field(9) - 1] {
             assert!(
-                decode_tensors(&p[..cut], &r, &mut de, &mut dm).is_err(),
+                decode::<true>(&p[..cut], &r, &mut de, &mut dm).is_err(),
                 "{cut}"
             );
         }
         // A ctxjoint payload is not a ctxtensors one, nor the other way round.
         let mut one = Vec::new();
         assert!(encode(&e, &m, Rows::at(50, 0), &mut one));
-        assert!(decode_tensors(&one, &r, &mut de, &mut dm).is_err());
-        assert!(decode(&p, &r, &mut de, &mut dm).is_err());
+        assert!(decode::<true>(&one, &r, &mut de, &mut dm).is_err());
+        assert!(decode::<false>(&p, &r, &mut de, &mut dm).is_err());
         for k in 0..p.len() {
             let mut q = p.clone();
             q[k] ^= 0x5A;
-            let _ = decode_tensors(&q, &r, &mut de, &mut dm);
+            let _ = decode::<true>(&q, &r, &mut de, &mut dm);
         }
     }
 
@@ -1355,17 +1313,17 @@ mod tests {
         for (field, bad) in [(0, 0u32), (0, MAX_ROW + 1), (4, 50)] {
             let mut q = p.clone();
             q[at + field..at + field + 4].copy_from_slice(&bad.to_le_bytes());
-            assert!(decode(&q, &r, &mut de, &mut dm).is_err());
+            assert!(decode::<false>(&q, &r, &mut de, &mut dm).is_err());
         }
         for cut in [0, 1, 33, at + 3, at + 9, at + 12, p.len() / 2, p.len() - 1] {
-            assert!(decode(&p[..cut], &r, &mut de, &mut dm).is_err());
+            assert!(decode::<false>(&p[..cut], &r, &mut de, &mut dm).is_err());
         }
-        assert!(decode(&p, &r[1..], &mut de, &mut dm).is_err());
-        assert!(decode(&p, &r, &mut de[1..], &mut dm).is_err());
+        assert!(decode::<false>(&p, &r[1..], &mut de, &mut dm).is_err());
+        assert!(decode::<false>(&p, &r, &mut de[1..], &mut dm).is_err());
         for k in 0..p.len() {
             let mut q = p.clone();
             q[k] ^= 0x5A;
-            let _ = decode(&q, &r, &mut de, &mut dm);
+            let _ = decode::<false>(&q, &r, &mut de, &mut dm);
         }
     }
 }
