@@ -240,8 +240,9 @@ fn code_mantissas(data: &[u8], exponents: &[u8], coded: &mut Vec<u8>) -> Codec {
 /// BEST: the parts of planes `p` for the `ctxjoint` codecs, one for each of the block's
 /// tensors `rows` that holds [`MIN_PART`] elements or more there (or for its largest tensor if
 /// none does), smaller ones joining the part before them (the first part, the part after).
-/// Each part starts at the quad its tensor starts in, and is in the rows its tensor offers that
-/// [`part_rows`] picks; `scratch` is overwritten.
+/// Each part after the first starts at the first quad boundary at or after its tensor's first
+/// element, and is in the rows its tensor offers that [`part_rows`] picks; `scratch` is
+/// overwritten. Of tensors equally large, the largest is the later.
 pub(crate) fn ctx_parts(
     rows: &[TensorRows],
     p: [&[u8]; 2],

@@ -19,8 +19,8 @@
 //! of a block stay two independent chains of decoding work.
 //!
 //! A block that holds several tensors is coded by [`TENSORS_SPEC`] (id 12, `ctxtensors`): its
-//! elements are cut into parts, one per tensor, each with the rows of its tensor, while the
-//! frequency models run on across the parts. The models then learn from every tensor of the
+//! elements are cut into parts, one for each tensor of enough elements, each with the rows of
+//! its tensor, while the frequency models run on across the parts. The models then learn from every tensor of the
 //! block (small tensors pay most of their coding cost in learning), and a context keeps its
 //! meaning from part to part: it names a magnitude relative to the block's context base.
 //!
@@ -51,7 +51,7 @@ pub static SPEC: Spec = Spec {
 };
 
 /// The `ctxtensors` codec: `ctxjoint` over the parts of a block that holds several tensors,
-/// each part in the rows of its tensor.
+/// each part in the rows of the tensor it starts with.
 pub static TENSORS_SPEC: Spec = Spec {
     id: 12,
     name: "ctxtensors",
@@ -642,22 +642,30 @@ pub fn encode_parts(exps: &[u8], mans: &[u8], parts: &[Part], out: &mut Vec<u8>)
 }
 
 /// Whether `parts` cover a plane of `len` elements, each in a valid row layout, every part but
-/// the last in whole quads.
+/// the last in whole quads, and every part but the first and the last with rows no longer than
+/// its elements and 3 more.
+///
+/// Starting a part costs time in its row length (its column statistics are cleared), so the
+/// last rule bounds a plane's decoding work by its length and a few rows, whatever a corrupt
+/// part table says. An encoder's middle parts hold their whole tensor but for at most 3
+/// leading elements, and a tensor's rows are never longer than the tensor.
 fn parts_fit(parts: &[Part], len: usize) -> bool {
     let valid =
         |p: &Part| p.len > 0 && (1..=MAX_ROW).contains(&p.rows.len) && p.rows.phase < p.rows.len;
-    let (last, rest) = match parts.split_last() {
-        Some(split) => split,
-        None => return false,
-    };
-    parts.iter().all(valid)
-        && rest.iter().all(|p| p.len.is_multiple_of(QUAD))
-        && rest
-            .iter()
-            .map(|p| p.len)
-            .sum::<usize>()
-            .checked_add(last.len)
-            == Some(len)
+    let middle = parts.get(1..parts.len().saturating_sub(1)).unwrap_or(&[]);
+    let total = parts
+        .iter()
+        .try_fold(0usize, |sum, p| sum.checked_add(p.len));
+    let whole_quads = parts
+        .iter()
+        .rev()
+        .skip(1)
+        .all(|p| p.len.is_multiple_of(QUAD));
+    !parts.is_empty()
+        && parts.iter().all(valid)
+        && whole_quads
+        && middle.iter().all(|p| p.rows.len as usize <= p.len + 3)
+        && total == Some(len)
 }
 
 /// [`encode_parts`] with the contexts of `variant`, as a `bool`.
@@ -819,7 +827,10 @@ fn read_layout(
     len: usize,
     tensors: bool,
 ) -> Result<(Vec<Part>, i32, &[u8]), CodecError> {
-    let truncated = CodecError("ctxjoint layout truncated");
+    let truncated = CodecError(match tensors {
+        true => "ctxtensors part table truncated",
+        false => "ctxjoint layout truncated",
+    });
     let word = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
     let rows = |b: &[u8]| Rows {
         len: word(b),
@@ -850,7 +861,10 @@ fn read_layout(
         (whole, &head[8..], &payload[LAYOUT_LEN..])
     };
     if !parts_fit(&parts, len) {
-        return Err(CodecError("ctxjoint row layout out of range"));
+        return Err(CodecError(match tensors {
+            true => "ctxtensors part table does not fit the plane",
+            false => "ctxjoint row layout out of range",
+        }));
     }
     Ok((parts, i16::from_le_bytes([base[0], base[1]]) as i32, rest))
 }
@@ -882,7 +896,7 @@ impl State<'_> {
             if self.left == 0 {
                 self.next_part();
             }
-            let end = out.len().min(at + self.left);
+            let end = at + self.left.min(out.len() - at);
             let rest = &mut out[at..end];
             let whole = match self.done >= LAG {
                 true => rest.len() / QUAD * QUAD,
@@ -1214,6 +1228,8 @@ mod tests {
             vec![part(1000, 50), part(1000, 50)],
             vec![part(1000, 50), part(2004, 50)],
             vec![part(0, 50), part(3000, 50)],
+            // A middle part's rows may not be longer than its elements and 3 more.
+            vec![part(1000, 50), part(4, 8), part(1996, 50)],
             vec![
                 part(1000, 50),
                 Part {
@@ -1227,6 +1243,12 @@ mod tests {
             assert_eq!(encode_parts(&e, &m, &parts, &mut out), None, "{parts:?}");
             assert!(out.is_empty());
         }
+        let mut fits = Vec::new();
+        let three = [part(1000, 50), part(4, 7), part(1996, 50)];
+        assert_eq!(
+            encode_parts(&e, &m, &three, &mut fits),
+            Some(Codec::CtxTensors)
+        );
         let mut p = Vec::new();
         let parts = [part(1000, 50), part(1200, 30), part(800, 7)];
         assert_eq!(
@@ -1251,6 +1273,7 @@ mod tests {
             (field(1), 0),
             (field(2), 50),
             (field(4), MAX_ROW + 1),
+            (field(4), 1204),
         ] {
             let mut q = p.clone();
             q[offset..offset + 4].copy_from_slice(&bad.to_le_bytes());

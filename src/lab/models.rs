@@ -280,7 +280,7 @@ pub fn compare_models<R: Read + Seek>(r: &mut R, block_size: u32) -> Result<Mode
     let (ctx_tensors, ctx_values, best_blocks) = ctx_tensors_size(r, &header, block_size)?;
     // The last row compares like for like only over the same values (ctx_tensors_size says
     // why it does); a plan that mixed other bytes into those blocks would be a planner bug.
-    assert_eq!(
+    debug_assert_eq!(
         ctx_values, values,
         "BEST's planned BF16/F16 blocks hold the BF16/F16 tensors' values, no more, no fewer"
     );

@@ -52,7 +52,9 @@ the two top bits of plane 1 are coded as one symbol and the other six bits store
 unless coding the planes apart measures clearly smaller. In blocks of tensors the symbol is
 coded with one of 16 adaptive models, picked by the mean magnitude of its row so far and its
 column's magnitude in the rows above (ctxjoint, format version 2; the row length comes from the
-tensor's shape); elsewhere with one adaptive model (joint). A plane that does not shrink is
+tensor's shape). A BEST block of BF16 or F16 tensors holds as many consecutive tensors as fit,
+each of 1024 values or more coded in its own rows while the models run on across them
+(ctxtensors, format version 4). Elsewhere the symbol is coded with one adaptive model (joint). A plane that does not shrink is
 stored as it is.
 
 Fine-tunes (--base BASE): a tensor with a namesake of the same dtype and shape in the base is
