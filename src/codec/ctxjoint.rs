@@ -258,11 +258,13 @@ thread_local! {
 }
 
 impl Scale {
-    fn new(rows: Rows, base: i32, shift: u32) -> Scale {
+    /// A scale for contexts from `base`, `1 << shift` units apart, to be started at a part's
+    /// first element by [`Scale::restart`] before use.
+    fn new(base: i32, shift: u32) -> Scale {
         let (columns, deviation) = KEPT_COLUMNS
             .with(|k| k.take())
             .unwrap_or_else(|| (zeroed(), zeroed()));
-        let mut scale = Scale {
+        Scale {
             row_len: 1,
             added: 0,
             phase: 0,
@@ -273,9 +275,7 @@ impl Scale {
             rows: 0,
             base,
             shift,
-        };
-        scale.restart(rows);
-        scale
+        }
     }
 
     /// Starts over at the first element of a part in `rows`: nothing seen, the row estimate
@@ -695,7 +695,8 @@ pub(crate) fn encode_variant(
     write_layout(parts, base, out);
     // The contexts depend on the keys only, so they are found in a pass of their own.
     let mut contexts = Vec::with_capacity(keys.len());
-    let mut scale = Scale::new(parts[0].rows, base, shift);
+    let mut scale = Scale::new(base, shift);
+    let (te, _) = alphabet.expansion();
     let mut at = 0;
     for part in parts {
         let keys = &keys[at..at + part.len];
@@ -703,7 +704,6 @@ pub(crate) fn encode_variant(
         scale.restart(part.rows);
         match variant {
             Variant::RecentExponent | Variant::RecentExponentAndUp => {
-                let (te, _) = alphabet.expansion();
                 let exponents: Vec<u8> = keys.iter().map(|&k| te[k as usize]).collect();
                 let up = variant == Variant::RecentExponentAndUp;
                 contexts.extend(recent_exponent_contexts(&exponents, part.rows, up));
@@ -1040,10 +1040,10 @@ impl<'a> State<'a> {
         let (alphabet, rest) = Alphabet::read(payload)?;
         let (parts, base, coded) = read_layout(rest, len, tensors)?;
         let st = State {
-            scale: Scale::new(parts[0].rows, base, step_shift(len)),
-            left: parts[0].len,
+            scale: Scale::new(base, step_shift(len)),
+            left: 0,
             parts,
-            started: 1,
+            started: 0,
             models: Models::new(alphabet.len()),
             mag: magnitudes(&alphabet),
             streams: two_streams(coded, 0)?,

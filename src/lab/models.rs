@@ -348,13 +348,8 @@ mod tests {
     /// `rows` x `cols` BF16 values, roughly Gaussian with a scale per row that is the same in
     /// every tensor `seed` makes.
     fn weights(rows: usize, cols: usize, seed: u64) -> Vec<u8> {
-        let mut state = seed;
-        let mut next = || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 40) as f32 / (1u64 << 24) as f32
-        };
+        let mut rnd = crate::test_rng(0x9E37_79B9 ^ seed as u32);
+        let mut next = || (rnd() >> 8) as f32 / (1u32 << 24) as f32;
         let mut out = Vec::with_capacity(rows * cols * 2);
         for r in 0..rows {
             let scale = 0.02 * (1.0 + (r % 7) as f32);
