@@ -57,9 +57,7 @@ impl TensorRows {
     pub fn start(&self) -> u64 {
         (-self.first).max(0) as u64
     }
-}
 
-impl TensorRows {
     /// The row lengths of a tensor of `shape` holding `elements` elements.
     pub(crate) fn lens(shape: &[u64], elements: u64) -> [u64; 2] {
         let dims: Vec<u64> = shape.iter().copied().filter(|&d| d > 1).collect();
@@ -189,9 +187,7 @@ impl Planner {
             mode,
         }
     }
-}
 
-impl Planner {
     /// Size from which two regions of transform `t` do not share a block.
     fn share_limit(&self, t: Transform) -> u64 {
         match (self.mode, t) {
