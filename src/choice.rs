@@ -11,7 +11,7 @@
 pub mod delta;
 
 use crate::codec::{
-    adaptive, constant, context, ctxjoint, huffjoint, huffman, joint, range, raw6, Codec,
+    adaptive, constant, context, ctxjoint, huffjoint, huffman, joint, range, raw6, signs, Codec,
 };
 use crate::container::Mode;
 use crate::pipeline::block::Scratch;
@@ -53,6 +53,8 @@ const MIN_PART: usize = 1024;
 /// cost more than they gain (a 384-element plane: 291 bytes against 277). Larger planes rarely
 /// change (a few bytes in 10^6 elements) and would pay a second coding pass.
 const JOINT_TRIAL_MAX: usize = 1 << 14;
+/// BEST: bytes the `signs` plane 1 must save over `raw6` to be chosen.
+const SIGNS_MARGIN: usize = 0;
 
 /// BEST keeps its modelled codecs (`context` for the sign/mantissa plane, the joint pairs)
 /// unless the order-0 estimate of coding the planes apart promises clearly less: these allow
@@ -314,35 +316,47 @@ fn part_rows(
 fn code_joint(
     p: [&[u8]; 2],
     rows: &[TensorRows],
+    signs: bool,
     c0: &mut Vec<u8>,
     c1: &mut Vec<u8>,
 ) -> Option<(Codec, Codec)> {
+    let parts = (!rows.is_empty()).then(|| ctx_parts(rows, p, c0));
     c0.clear();
     c1.clear();
     let n = p[0].len();
-    let ((coded, codec), estimate) = rayon::join(
-        || match rows.is_empty() {
-            false => code_ctxjoint(p, rows, c0),
-            true => (joint::encode_joint(p[0], p[1], c0), Codec::Joint),
+    let mut signed = Vec::new();
+    let ((coded, codec), (estimate, signed_fits)) = rayon::join(
+        || match &parts {
+            Some(parts) => code_ctxjoint(p, parts, c0),
+            None => (joint::encode_joint(p[0], p[1], c0), Codec::Joint),
         },
         || {
             raw6::encode(p[1], c1);
+            let fits = signs
+                && parts
+                    .as_ref()
+                    .is_some_and(|parts| signs::encode(p[1], parts, &mut signed));
             let bits = entropy_bits(&histogram(p[0])) + entropy_bits(&histogram(p[1]));
-            bits * n as f64 / 8.0
+            (bits * n as f64 / 8.0, fits)
         },
     );
+    let mut pair = (codec, Codec::Raw6);
+    if let Some(parts) = parts.filter(|_| signed_fits && signed.len() + SIGNS_MARGIN < c1.len()) {
+        if ctxjoint::into_signed(codec, &parts, c0) {
+            std::mem::swap(c1, &mut signed);
+            pair = (Codec::CtxSigns, Codec::Signs);
+        }
+    }
     let total = c0.len() + c1.len();
     let pays = (total as f64) < estimate * MODEL_SLACK_RATIO + MODEL_SLACK_BYTES;
-    (coded && total < 2 * n && pays).then_some((codec, Codec::Raw6))
+    (coded && total < 2 * n && pays).then_some(pair)
 }
 
-/// BEST: plane 0 of planes `p` of a block of tensors into `c0` with `ctxjoint` or
-/// `ctxtensors`, or with `joint` for a plane of at most [`JOINT_TRIAL_MAX`] elements that it
-/// codes smaller. Returns whether a codec applied, and which codec it is.
-fn code_ctxjoint(p: [&[u8]; 2], rows: &[TensorRows], c0: &mut Vec<u8>) -> (bool, Codec) {
-    let parts = ctx_parts(rows, p, c0);
-    c0.clear();
-    let Some(codec) = ctxjoint::encode_parts(p[0], p[1], &parts, c0) else {
+/// BEST: plane 0 of planes `p` of a block of tensors, cut into `parts`, into `c0` with
+/// `ctxjoint` or `ctxtensors`, or with `joint` for a plane of at most [`JOINT_TRIAL_MAX`]
+/// elements that it codes smaller. Returns whether a codec applied, and which codec it is.
+fn code_ctxjoint(p: [&[u8]; 2], parts: &[ctxjoint::Part], c0: &mut Vec<u8>) -> (bool, Codec) {
+    let Some(codec) = ctxjoint::encode_parts(p[0], p[1], parts, c0) else {
         return (false, Codec::CtxJoint);
     };
     if p[0].len() <= JOINT_TRIAL_MAX {
@@ -406,6 +420,7 @@ fn code_head(
     transform: Transform,
     rows: &[TensorRows],
     mode: Mode,
+    signs: bool,
     p: [&[u8]; 2],
     c: &mut [Vec<u8>],
 ) -> (Codec, Codec) {
@@ -413,14 +428,13 @@ fn code_head(
         unreachable!("code_head gets two coded buffers")
     };
     match mode {
-        Mode::Best if transform.exponent_aligned() => {
-            code_joint(p, rows, c0, c1).unwrap_or_else(|| {
+        Mode::Best if transform.exponent_aligned() => code_joint(p, rows, signs, c0, c1)
+            .unwrap_or_else(|| {
                 rayon::join(
                     || code_exponents(p[0], c0),
                     || code_mantissas(p[1], p[0], c1),
                 )
-            })
-        }
+            }),
         _ => rayon::join(
             || code_plane(p[0], true, mode, c0),
             || code_other(p[1], mode, c1),
@@ -429,7 +443,7 @@ fn code_head(
 }
 
 /// Codes the block `raw`, planned as `planned`, whose elements lie in the rows of its tensors
-/// `rows`, in `mode`: returns the transform it is coded with (see [`refine`]) and the codec of
+/// `rows`, in `mode` (BEST with sign models if `signs`): returns the transform it is coded with (see [`refine`]) and the codec of
 /// each of its planes. Plane `k`'s payload is then `s.coded[k]`, or for a stored plane
 /// `s.planes[k]` (the block itself for a one-plane block).
 pub fn code(
@@ -437,6 +451,7 @@ pub fn code(
     planned: Transform,
     rows: &[TensorRows],
     mode: Mode,
+    signs: bool,
     s: &mut Scratch,
 ) -> (Transform, [Codec; MAX_PLANES]) {
     let transform = refine(planned, raw, mode == Mode::Best);
@@ -459,7 +474,7 @@ pub fn code(
         transform.split(raw, planes);
         let (head, tail) = coded[..n].split_at_mut(2);
         let (pair, rest) = rayon::join(
-            || code_head(transform, rows, mode, [&planes[0], &planes[1]], head),
+            || code_head(transform, rows, mode, signs, [&planes[0], &planes[1]], head),
             || {
                 tail.par_iter_mut()
                     .zip(&planes[2..n])
@@ -545,7 +560,7 @@ mod tests {
                 first: 0,
             };
             let (mut c0, mut c1) = (Vec::new(), Vec::new());
-            let (codec, _) = code_joint([&exps, &mans], &[rows], &mut c0, &mut c1).unwrap();
+            let (codec, _) = code_joint([&exps, &mans], &[rows], false, &mut c0, &mut c1).unwrap();
             let (mut ctx, mut plain) = (Vec::new(), Vec::new());
             let layout = ctxjoint::Rows::at(32, 0);
             assert!(ctxjoint::encode(&exps, &mans, layout, &mut ctx));

@@ -32,9 +32,10 @@
 use super::adaptive::{finish_two, two_streams, Counts, Params, Streams, INC};
 use super::alphabet::{self, Alphabet};
 use super::joint::{self, JOINT_PARAMS};
-use super::raw6;
 use super::rc::{Decoder, Encoder, PROB_SCALE};
 use super::{huffjoint, Codec, CodecError, Decode, Slot, Spec};
+use super::{raw6, signs};
+use std::borrow::Cow;
 
 /// The `ctxjoint` codec: plane 0 of an exponent-aligned block, with [`raw6`] as plane 1.
 pub static SPEC: Spec = Spec {
@@ -45,8 +46,8 @@ pub static SPEC: Spec = Spec {
     },
     partner: Some(Codec::Raw6),
     decode: Decode::PairOrWords {
-        pair: decode::<false>,
-        words: decode_words::<false>,
+        pair: decode::<ROWS>,
+        words: decode_words::<ROWS>,
     },
 };
 
@@ -58,10 +59,32 @@ pub static TENSORS_SPEC: Spec = Spec {
     fits: SPEC.fits,
     partner: Some(Codec::Raw6),
     decode: Decode::PairOrWords {
-        pair: decode::<true>,
-        words: decode_words::<true>,
+        pair: decode::<PARTS>,
+        words: decode_words::<PARTS>,
     },
 };
+
+/// The `ctxsigns` codec: `ctxtensors` over one part or more, with [`signs`] as plane 1, whose
+/// sign models follow the parts' columns.
+pub static SIGNED_SPEC: Spec = Spec {
+    id: 13,
+    name: "ctxsigns",
+    fits: SPEC.fits,
+    partner: Some(Codec::Signs),
+    decode: Decode::PairOrWords {
+        pair: decode::<SIGNED>,
+        words: decode_words::<SIGNED>,
+    },
+};
+
+/// The payload layouts, the decoders' const parameter: `ctxjoint`'s (one part's rows),
+/// `ctxtensors`' (a table of two parts or more) and `ctxsigns`' (a table of one part or more,
+/// plane 1 [`signs`] rather than [`raw6`]).
+const ROWS: u8 = 0;
+/// See [`ROWS`].
+const PARTS: u8 = 1;
+/// See [`ROWS`].
+const SIGNED: u8 = 2;
 
 /// Number of context models.
 pub const CONTEXTS: usize = 16;
@@ -649,7 +672,7 @@ pub fn encode_parts(exps: &[u8], mans: &[u8], parts: &[Part], out: &mut Vec<u8>)
 /// last rule bounds a plane's decoding work by its length and a few rows, whatever a corrupt
 /// part table says. An encoder's middle parts hold their whole tensor but for at most 3
 /// leading elements, and a tensor's rows are never longer than the tensor.
-fn parts_fit(parts: &[Part], len: usize) -> bool {
+pub(crate) fn parts_fit(parts: &[Part], len: usize) -> bool {
     let valid =
         |p: &Part| p.len > 0 && (1..=MAX_ROW).contains(&p.rows.len) && p.rows.phase < p.rows.len;
     let middle = parts.get(1..parts.len().saturating_sub(1)).unwrap_or(&[]);
@@ -730,17 +753,47 @@ pub(crate) fn encode_variant(
     true
 }
 
+/// Rewrites the payload `payload` of [`encode_parts`], of codec `codec`, as the `ctxsigns`
+/// payload of the same planes, `parts`, models and streams (a `ctxjoint` one gets the part
+/// table). Returns `false`, leaving it as it is, if `codec` is neither.
+pub fn into_signed(codec: Codec, parts: &[Part], payload: &mut Vec<u8>) -> bool {
+    match codec {
+        Codec::CtxTensors => true,
+        Codec::CtxJoint => {
+            let Ok((_, rest)) = Alphabet::read(payload) else {
+                return false;
+            };
+            let Some(&[lo, hi]) = rest.get(8..LAYOUT_LEN) else {
+                return false;
+            };
+            let at = payload.len() - rest.len();
+            let base = i16::from_le_bytes([lo, hi]);
+            let mut table = Vec::with_capacity(6 + PART_LEN);
+            write_table(parts, base, &mut table);
+            payload.splice(at..at + LAYOUT_LEN, table);
+            true
+        }
+        _ => false,
+    }
+}
+
 /// Writes the layout that follows the alphabet: `ctxjoint`'s for one part, `ctxtensors`' for
 /// more.
 fn write_layout(parts: &[Part], base: i32, out: &mut Vec<u8>) {
-    let base = (base as i16).to_le_bytes();
+    let base = base as i16;
     if let [whole] = parts {
+        let base = base.to_le_bytes();
         out.extend_from_slice(&whole.rows.len.to_le_bytes());
         out.extend_from_slice(&whole.rows.phase.to_le_bytes());
         out.extend_from_slice(&base);
         return;
     }
-    out.extend_from_slice(&base);
+    write_table(parts, base, out);
+}
+
+/// Writes the context base and the part table of the `ctxtensors` and `ctxsigns` layouts.
+fn write_table(parts: &[Part], base: i16, out: &mut Vec<u8>) {
+    out.extend_from_slice(&base.to_le_bytes());
     out.extend_from_slice(&(parts.len() as u32).to_le_bytes());
     for p in parts {
         for field in [p.len as u32, p.rows.len, p.rows.phase] {
@@ -819,17 +872,18 @@ fn recent_exponent_contexts(exponents: &[u8], rows: Rows, up: bool) -> Vec<u8> {
         .collect()
 }
 
-/// Reads the layout that follows the alphabet of a plane of `len` elements: `ctxjoint`'s (one
-/// part), or with `tensors` `ctxtensors`' (two parts or more). Returns the parts, the context
-/// base and the streams.
+/// Reads the layout `layout` (see [`ROWS`]) that follows the alphabet of a plane of `len`
+/// elements. Returns the parts, the context base and the streams.
 fn read_layout(
     payload: &[u8],
     len: usize,
-    tensors: bool,
+    layout: u8,
 ) -> Result<(Vec<Part>, i32, &[u8]), CodecError> {
-    let truncated = CodecError(match tensors {
-        true => "ctxtensors part table truncated",
-        false => "ctxjoint layout truncated",
+    let tensors = layout != ROWS;
+    let truncated = CodecError(match layout {
+        ROWS => "ctxjoint layout truncated",
+        PARTS => "ctxtensors part table truncated",
+        _ => "ctxsigns part table truncated",
     });
     let word = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
     let rows = |b: &[u8]| Rows {
@@ -841,8 +895,11 @@ fn read_layout(
         let count = word(&head[2..]) as usize;
         let table_len = count
             .checked_mul(PART_LEN)
-            .filter(|&n| count >= 2 && n <= payload.len() - 6)
-            .ok_or(CodecError("ctxtensors part count out of range"))?;
+            .filter(|&n| count >= 1 + (layout == PARTS) as usize && n <= payload.len() - 6)
+            .ok_or(CodecError(match layout {
+                PARTS => "ctxtensors part count out of range",
+                _ => "ctxsigns part count out of range",
+            }))?;
         let (table, rest) = payload[6..].split_at(table_len);
         let parts = table
             .chunks_exact(PART_LEN)
@@ -861,9 +918,10 @@ fn read_layout(
         (whole, &head[8..], &payload[LAYOUT_LEN..])
     };
     if !parts_fit(&parts, len) {
-        return Err(CodecError(match tensors {
-            true => "ctxtensors part table does not fit the plane",
-            false => "ctxjoint row layout out of range",
+        return Err(CodecError(match layout {
+            ROWS => "ctxjoint row layout out of range",
+            PARTS => "ctxtensors part table does not fit the plane",
+            _ => "ctxsigns part table does not fit the plane",
         }));
     }
     Ok((parts, i16::from_le_bytes([base[0], base[1]]) as i32, rest))
@@ -997,32 +1055,34 @@ impl State<'_> {
     }
 }
 
-/// Decodes a ctxjoint payload `payload` (a ctxtensors one if `TENSORS`) and its raw payload
-/// `raw` into the exponent plane `exps` and the sign/mantissa plane `mans`.
-pub fn decode<const TENSORS: bool>(
+/// Decodes a payload `payload` of layout `LAYOUT` (see [`ROWS`]) and its plane-1 payload
+/// `plane1` into the exponent plane `exps` and the sign/mantissa plane `mans`.
+pub fn decode<const LAYOUT: u8>(
     payload: &[u8],
-    raw: &[u8],
+    plane1: &[u8],
     exps: &mut [u8],
     mans: &mut [u8],
 ) -> Result<(), CodecError> {
-    joint::check_planes(raw, exps, mans)?;
-    let (alphabet, mut st) = State::open(payload, TENSORS, exps.len())?;
-    joint::decode_chunks(&alphabet, raw, exps, mans, |ec| st.decode_into(ec));
+    let (alphabet, mut st) = State::open(payload, LAYOUT, exps.len())?;
+    let raw = st.raw6(plane1, LAYOUT, exps.len())?;
+    joint::check_planes(&raw, exps, mans)?;
+    joint::decode_chunks(&alphabet, &raw, exps, mans, |ec| st.decode_into(ec));
     st.finish()
 }
 
-/// Decodes a ctxjoint payload `payload` (a ctxtensors one if `TENSORS`) and its raw payload
-/// `raw` of an `exp16` block straight into the block's bytes `out`, with `keys` as scratch: the
-/// keys are expanded into the elements as FAST's [`huffjoint`](super::huffjoint) expands its
-/// own, the transform's merge folded in, so that no planes are written and merged.
-pub fn decode_words<const TENSORS: bool>(
+/// Decodes a payload `payload` of layout `LAYOUT` (see [`ROWS`]) and its plane-1 payload
+/// `plane1` of an `exp16` block straight into the block's bytes `out`, with `keys` as scratch:
+/// the keys are expanded into the elements as FAST's [`huffjoint`](super::huffjoint) expands
+/// its own, the transform's merge folded in, so that no planes are written and merged.
+pub fn decode_words<const LAYOUT: u8>(
     payload: &[u8],
-    raw: &[u8],
+    plane1: &[u8],
     keys: &mut Vec<u8>,
     out: &mut [u8],
 ) -> Result<(), CodecError> {
-    huffjoint::decode_words(raw, keys, out, |keys| {
-        let (alphabet, mut st) = State::open(payload, TENSORS, keys.len())?;
+    let (alphabet, mut st) = State::open(payload, LAYOUT, out.len() / 2)?;
+    let raw = st.raw6(plane1, LAYOUT, out.len() / 2)?;
+    huffjoint::decode_words(&raw, keys, out, |keys| {
         st.decode_into(keys);
         st.finish()?;
         Ok(alphabet)
@@ -1030,15 +1090,15 @@ pub fn decode_words<const TENSORS: bool>(
 }
 
 impl<'a> State<'a> {
-    /// The alphabet of `payload` (a `ctxtensors` one with `tensors`) and the state that decodes
-    /// its `len` keys.
+    /// The alphabet of `payload`, of layout `layout` (see [`ROWS`]), and the state that
+    /// decodes its `len` keys.
     fn open(
         payload: &'a [u8],
-        tensors: bool,
+        layout: u8,
         len: usize,
     ) -> Result<(Alphabet, State<'a>), CodecError> {
         let (alphabet, rest) = Alphabet::read(payload)?;
-        let (parts, base, coded) = read_layout(rest, len, tensors)?;
+        let (parts, base, coded) = read_layout(rest, len, layout)?;
         let st = State {
             scale: Scale::new(base, step_shift(len)),
             left: 0,
@@ -1051,6 +1111,20 @@ impl<'a> State<'a> {
             done: 0,
         };
         Ok((alphabet, st))
+    }
+
+    /// The raw6 payload of plane 1 of `len` elements from its payload `plane1`: itself, or
+    /// for the [`SIGNED`] layout its [`signs`] decoded in the plane's parts.
+    fn raw6<'p>(
+        &self,
+        plane1: &'p [u8],
+        layout: u8,
+        len: usize,
+    ) -> Result<Cow<'p, [u8]>, CodecError> {
+        Ok(match layout {
+            SIGNED => Cow::Owned(signs::decode_raw6(plane1, &self.parts, len)?),
+            _ => Cow::Borrowed(plane1),
+        })
     }
 
     /// Keeps the column arrays for the thread's next plane and checks that both streams
@@ -1091,7 +1165,7 @@ mod tests {
         let mut r = Vec::new();
         raw6::encode(m, &mut r);
         let (mut de, mut dm) = (vec![0xAA; e.len()], vec![0x55; e.len()]);
-        decode::<false>(&p, &r, &mut de, &mut dm).unwrap();
+        decode::<ROWS>(&p, &r, &mut de, &mut dm).unwrap();
         assert_eq!(de, e);
         assert_eq!(dm, m);
         p.len()
@@ -1258,7 +1332,7 @@ mod tests {
         let mut r = Vec::new();
         raw6::encode(&m, &mut r);
         let (mut de, mut dm) = (vec![0; 3000], vec![0; 3000]);
-        decode::<true>(&p, &r, &mut de, &mut dm).unwrap();
+        decode::<PARTS>(&p, &r, &mut de, &mut dm).unwrap();
         // The part table follows the alphabet and the context base.
         let at = Alphabet::read(&p).unwrap().1.as_ptr() as usize - p.as_ptr() as usize + 2;
         let field = |k: usize| at + 4 + 4 * k;
@@ -1278,25 +1352,25 @@ mod tests {
             let mut q = p.clone();
             q[offset..offset + 4].copy_from_slice(&bad.to_le_bytes());
             assert!(
-                decode::<true>(&q, &r, &mut de, &mut dm).is_err(),
+                decode::<PARTS>(&q, &r, &mut de, &mut dm).is_err(),
                 "{offset} {bad}"
             );
         }
         for cut in [at - 1, at + 3, field(8), field(9) - 1] {
             assert!(
-                decode::<true>(&p[..cut], &r, &mut de, &mut dm).is_err(),
+                decode::<PARTS>(&p[..cut], &r, &mut de, &mut dm).is_err(),
                 "{cut}"
             );
         }
         // A ctxjoint payload is not a ctxtensors one, nor the other way round.
         let mut one = Vec::new();
         assert!(encode(&e, &m, Rows::at(50, 0), &mut one));
-        assert!(decode::<true>(&one, &r, &mut de, &mut dm).is_err());
-        assert!(decode::<false>(&p, &r, &mut de, &mut dm).is_err());
+        assert!(decode::<PARTS>(&one, &r, &mut de, &mut dm).is_err());
+        assert!(decode::<ROWS>(&p, &r, &mut de, &mut dm).is_err());
         for k in 0..p.len() {
             let mut q = p.clone();
             q[k] ^= 0x5A;
-            let _ = decode::<true>(&q, &r, &mut de, &mut dm);
+            let _ = decode::<PARTS>(&q, &r, &mut de, &mut dm);
         }
     }
 
@@ -1336,17 +1410,17 @@ mod tests {
         for (field, bad) in [(0, 0u32), (0, MAX_ROW + 1), (4, 50)] {
             let mut q = p.clone();
             q[at + field..at + field + 4].copy_from_slice(&bad.to_le_bytes());
-            assert!(decode::<false>(&q, &r, &mut de, &mut dm).is_err());
+            assert!(decode::<ROWS>(&q, &r, &mut de, &mut dm).is_err());
         }
         for cut in [0, 1, 33, at + 3, at + 9, at + 12, p.len() / 2, p.len() - 1] {
-            assert!(decode::<false>(&p[..cut], &r, &mut de, &mut dm).is_err());
+            assert!(decode::<ROWS>(&p[..cut], &r, &mut de, &mut dm).is_err());
         }
-        assert!(decode::<false>(&p, &r[1..], &mut de, &mut dm).is_err());
-        assert!(decode::<false>(&p, &r, &mut de[1..], &mut dm).is_err());
+        assert!(decode::<ROWS>(&p, &r[1..], &mut de, &mut dm).is_err());
+        assert!(decode::<ROWS>(&p, &r, &mut de[1..], &mut dm).is_err());
         for k in 0..p.len() {
             let mut q = p.clone();
             q[k] ^= 0x5A;
-            let _ = decode::<false>(&q, &r, &mut de, &mut dm);
+            let _ = decode::<ROWS>(&q, &r, &mut de, &mut dm);
         }
     }
 }

@@ -21,6 +21,8 @@
 //! | 10 | [`sparse`] | one byte almost everywhere: the byte and the exceptions (delta planes) |
 //! | 11 | [`basectx`] | a fine-tune's differences modelled on the base's magnitude (BEST) |
 //! | 12 | [`ctxjoint`] (`ctxtensors`) | as 9, over a block of several tensors, each in its rows (BEST) |
+//! | 13 | [`ctxjoint`] (`ctxsigns`) | as 12, over one tensor or more, with [`signs`] as plane 1 (BEST) |
+//! | 14 | [`signs`] | the signs range coded by column, bits 4..0 packed (partner of 13) |
 //!
 //! # Adding a codec
 //! 1. Write `codec/<name>.rs`: its encoder, its decoder and its `SPEC` (id, name, placement
@@ -42,6 +44,7 @@ pub mod joint;
 pub mod range;
 pub mod raw6;
 pub mod rc;
+pub mod signs;
 pub mod sparse;
 pub mod stored;
 
@@ -101,11 +104,15 @@ pub enum Codec {
     BaseCtx = 11,
     /// [`ctxjoint`] over the parts of a block that holds several tensors.
     CtxTensors = 12,
+    /// [`ctxjoint`] over the parts of a block, with [`signs`] as plane 1.
+    CtxSigns = 13,
+    /// [`signs`].
+    Signs = 14,
 }
 
 impl Codec {
     /// Every codec, in id order.
-    pub const ALL: [Codec; 13] = [
+    pub const ALL: [Codec; 15] = [
         Codec::Stored,
         Codec::Const,
         Codec::Huffman,
@@ -119,6 +126,8 @@ impl Codec {
         Codec::Sparse,
         Codec::BaseCtx,
         Codec::CtxTensors,
+        Codec::CtxSigns,
+        Codec::Signs,
     ];
 
     /// The codec with id `id`, if this build has it.
@@ -147,6 +156,8 @@ impl Codec {
             Codec::Sparse => &sparse::SPEC,
             Codec::BaseCtx => &basectx::SPEC,
             Codec::CtxTensors => &ctxjoint::TENSORS_SPEC,
+            Codec::CtxSigns => &ctxjoint::SIGNED_SPEC,
+            Codec::Signs => &signs::SPEC,
         }
     }
 

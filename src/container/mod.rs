@@ -22,7 +22,10 @@ pub const MAGIC: [u8; 4] = [0x89, b'S', b'C', b'W'];
 pub const END_MAGIC: [u8; 4] = *b"SCWE";
 /// Newest format version this build writes and reads. Each archive is written with the lowest
 /// version that holds what it uses (see [`FileHeader::new`]).
-pub const VERSION: u16 = 4;
+pub const VERSION: u16 = 5;
+/// The format version of an archive coded with sign models (the `ctxsigns` and `signs`
+/// codecs), which its encoder asks for (see `EncodeOptions::sign_models`).
+pub const SIGNS_VERSION: u16 = 5;
 /// Oldest format version this build reads: version 2 added the `ctxjoint` codec, the
 /// reference section and the delta transforms, so version 1 archives read as they always did.
 pub const OLDEST_VERSION: u16 = 1;

@@ -33,13 +33,15 @@ pub fn code_block(
     planned: Transform,
     rows: &[TensorRows],
     mode: Mode,
+    signs: bool,
     s: &mut Scratch,
 ) -> BlockRecord {
     let delta = base.and_then(|b| {
         let t = choice::delta::choose(raw, b, planned, &mut s.planes)?;
         Some((t, choice::delta::code(raw, b, t, mode, s)))
     });
-    let (transform, codecs) = delta.unwrap_or_else(|| choice::code(raw, planned, rows, mode, s));
+    let (transform, codecs) =
+        delta.unwrap_or_else(|| choice::code(raw, planned, rows, mode, signs, s));
     let n = transform.planes();
     BlockRecord {
         transform,

@@ -10,7 +10,7 @@ use crate::base::Base;
 use crate::container::refs::{Reference, References, Source};
 use crate::container::{
     check_block_size, BlockRecord, FileHeader, Footer, IndexEntry, Kind, Mode, DEFAULT_BLOCK_SIZE,
-    MAX_KEPT_JSON,
+    MAX_KEPT_JSON, SIGNS_VERSION,
 };
 use crate::error::{Error, HeaderError, Result};
 use crate::read::{read_up_to, ReadAt};
@@ -67,6 +67,11 @@ pub struct EncodeOptions<'a> {
     /// default). Needs random access to the input: [`encode_file`] and [`encode_to_vec`] find
     /// repeats, [`encode`] (a stream) does not.
     pub dedup: bool,
+    /// BEST: code the signs of each tensor column with a model of their own (off by default).
+    /// Weights of a column often lean to one sign; modelling it codes BF16 and F16 tensors
+    /// about 0.1% to 0.2% smaller and decodes them about 1.3x slower, and the archive needs a
+    /// reader of format version 5.
+    pub sign_models: bool,
 }
 
 impl EncodeOptions<'_> {
@@ -83,6 +88,7 @@ impl EncodeOptions<'_> {
             memory: DEFAULT_MEMORY,
             base: None,
             dedup: true,
+            sign_models: false,
         }
     }
 
@@ -405,7 +411,11 @@ fn encode_here<R: Read + Send, W: Write + Send>(
     );
     let (based_tensors, repeated_tensors) = refs.as_ref().map_or((0, 0), References::counts);
     let budget = Budget::new(opts.memory, opts.block_size, 0, refs.is_some())?;
-    let file_header = FileHeader::new(opts.mode, kind, opts.block_size, prefix, opts.md5, refs);
+    let mut file_header = FileHeader::new(opts.mode, kind, opts.block_size, prefix, opts.md5, refs);
+    let signs = opts.sign_models && opts.mode == Mode::Best;
+    if signs {
+        file_header.version = file_header.version.max(SIGNS_VERSION);
+    }
     file_header.write(&mut output)?;
     let (pools, digest) = budget.start(opts.md5, &file_header.prefix)?;
     let mut source = std::io::Cursor::new(pending).chain(input);
@@ -454,7 +464,7 @@ fn encode_here<R: Read + Send, W: Write + Send>(
                 spans.fill(offset, b, opts.base, own)?;
             }
             let mut scratch = pools.scratch.guard();
-            let record = code_block(&raw, base.as_deref(), t, &rows, mode, &mut scratch);
+            let record = code_block(&raw, base.as_deref(), t, &rows, mode, signs, &mut scratch);
             if let Some(b) = base {
                 pools.blocks.give(b);
             }

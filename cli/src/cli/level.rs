@@ -5,7 +5,8 @@ use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
 use sc::Mode;
 
 /// The highest level that still means FAST: `-1` to `-5` (FAST, sc's default, decodes at copy
-/// speed), `-6` to `-9` BEST (smaller, several times slower).
+/// speed), `-6` to `-9` BEST (smaller, several times slower); `-9` adds BEST's sign models
+/// (smaller still, decodes about 1.3x slower than `-6`).
 const LAST_FAST: u8 = 5;
 
 /// The ids of the level flags: `-1` ... `-9`, `--fast` and `--best`.
@@ -43,6 +44,11 @@ impl Level {
             (Some((level, _)), _) => Ok(level),
             (None, m) => Ok(m.unwrap_or(Mode::Fast)),
         }
+    }
+
+    /// Whether the level asks for BEST's sign models: `-9`.
+    pub fn sign_models(&self) -> bool {
+        matches!(self.mode, Some((Mode::Best, '9')))
     }
 }
 
@@ -90,7 +96,8 @@ impl Args for Level {
                 "FAST mode (the default), as -m fast; so are -1 to -{LAST_FAST}"
             )))
             .arg(flag("best").long("best").help(format!(
-                "BEST mode, as -m best; so are -{} to -9",
+                "BEST mode, as -m best; so are -{} to -9 (-9 adds sign models: smaller, \
+                 decodes about 1.3x slower)",
                 LAST_FAST + 1
             )))
     }
@@ -115,6 +122,11 @@ mod tests {
             mode: Some((Mode::Best, '9')),
         };
         assert_eq!(nine.resolve(Some(Mode::Best)), Ok(Mode::Best));
+        assert!(nine.sign_models());
+        let six = Level {
+            mode: Some((Mode::Best, '6')),
+        };
+        assert!(!six.sign_models());
         assert!(nine.resolve(Some(Mode::Fast)).unwrap_err().contains("-9"));
         assert_eq!(Level::default().resolve(None), Ok(Mode::Fast));
     }

@@ -692,6 +692,7 @@ fn encode_one(
         progress: Some(progress),
         memory,
         base,
+        sign_models: a.level.sign_models(),
         ..EncodeOptions::new(a.mode())
     };
     let settings = a.out.settings(meta.as_ref(), a.rm);

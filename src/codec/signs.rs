@@ -1,0 +1,213 @@
+//! `signs` (id 14): plane 1 beside a [`ctxsigns`](super::ctxjoint::SIGNED_SPEC) plane 0. Of the
+//! six bits [`super::raw6`] stores raw, the sign is range coded with an adaptive model per
+//! column of the element's tensor, and bits 4..0 are packed raw.
+//!
+//! An input feature that a layer reads with weights of mostly one sign leaves that sign in its
+//! column of the weight matrix, so a column's signs so far predict its next one. Each column's
+//! model is a Krichevsky–Trofimov-style estimate, the share of zeros among its signs so far
+//! with [`PRIOR`] of each as a prior, kept as a probability that moves towards each sign by
+//! `1 / (count + 1 + 2 * PRIOR)`; past [`CAP`] signs the step stays fixed. Columns with no
+//! lean cost almost nothing over a raw bit (the prior keeps early estimates near one half).
+//!
+//! The columns are those of plane 0's parts (see [`super::ctxjoint::Part`]): element `i` of a
+//! part is in column `(phase + i) % len` of its rows, and every part starts its columns afresh.
+//!
+//! Payload (see docs/FORMAT.md): two range coded streams of the signs (element `k` of the plane
+//! in stream `k % 2`), as [`super::adaptive`] lays out two streams, then bits 4..0 of each
+//! element, 5 bits an element from the least significant bit up, `ceil(5 * n / 8)` bytes, the
+//! unused high bits of the last byte zero.
+
+use super::adaptive::{finish_two, two_streams};
+use super::ctxjoint::{parts_fit, Part, Rows};
+use super::rc::{Encoder, BIT_PROB_BITS};
+use super::{raw6, CodecError, Decode, Slot, Spec};
+
+/// The `signs` codec: plane 1 of an exponent-aligned block, decoded by its `ctxsigns` plane 0.
+pub static SPEC: Spec = Spec {
+    id: 14,
+    name: "signs",
+    fits: |at: Slot, coded_len| {
+        let n = at.plane_len as usize;
+        at.plane == 1
+            && at.transform.exponent_aligned()
+            && (coded_len as usize) >= fields_len(n) + MIN_STREAMS
+            && (coded_len as usize) < raw6::len(n)
+    },
+    partner: None,
+    decode: Decode::Partner,
+};
+
+/// Bytes of the shortest two streams: a length and two 4-byte flushes.
+const MIN_STREAMS: usize = 12;
+/// Prior count of each sign in a column's estimate.
+const PRIOR: u32 = 8;
+/// Signs after which a column's estimate moves by a fixed step.
+const CAP: u32 = 255;
+/// `RATES[n]`: the step of the estimate after `n` signs, `2^16 / (n + 1 + 2 * PRIOR)`.
+const RATES: [u32; CAP as usize + 1] = {
+    let mut t = [0; CAP as usize + 1];
+    let mut n = 0;
+    while n <= CAP {
+        t[n as usize] = (1 << 16) / (n + 1 + 2 * PRIOR);
+        n += 1;
+    }
+    t
+};
+/// A column's state: the probability of a 0 sign in 1/65536 (low 16 bits) and the signs seen,
+/// up to [`CAP`] (high 16 bits); a column starts at one half and none seen.
+const FRESH: u32 = 1 << 15;
+
+/// Length of the packed bits 4..0 of `n` elements.
+fn fields_len(n: usize) -> usize {
+    (5 * n).div_ceil(8)
+}
+
+/// The probability of a 0 sign that a column in state `s` codes with, in 1/4096, within the
+/// range coder's bounds for a bit.
+#[inline(always)]
+fn coding_prob(s: u32) -> u32 {
+    ((s & 0xFFFF) >> (16 - BIT_PROB_BITS)).clamp(255, 3841)
+}
+
+/// The state of a column in state `s` after a sign `bit`.
+#[inline(always)]
+fn update(s: u32, bit: u32) -> u32 {
+    let (p, n) = ((s & 0xFFFF) as i32, s >> 16);
+    let target = 0xFFFF & (bit as i32 - 1);
+    let p = p + (((target - p) * RATES[n as usize] as i32) >> 16);
+    p as u32 | (n + (n < CAP) as u32) << 16
+}
+
+/// The columns of one part, for [`walk`] and [`SignDecoder`]: their states and the column of
+/// the next element.
+struct Columns {
+    states: Vec<u32>,
+    at: usize,
+}
+
+impl Columns {
+    /// Columns that start afresh in `rows`, the first element at its phase.
+    fn start(&mut self, rows: Rows) {
+        self.states.clear();
+        self.states.resize(rows.len as usize, FRESH);
+        self.at = rows.phase as usize;
+    }
+
+    /// Codes the next element's sign with `code` (given the probability of a 0, returning the
+    /// sign) and moves on.
+    #[inline(always)]
+    fn next(&mut self, code: impl FnOnce(u32) -> u32) -> u32 {
+        // `at` stays below the states' length (a part's phase is below its row length), so
+        // the index is checked but never fails.
+        let slot = &mut self.states[self.at];
+        let bit = code(coding_prob(*slot));
+        *slot = update(*slot, bit);
+        self.at += 1;
+        if self.at == self.states.len() {
+            self.at = 0;
+        }
+        bit
+    }
+}
+
+/// The `signs` payload of the sign/mantissa plane `mans` whose elements lie in `parts`, as
+/// plane 0's payload says. Returns `false` (appending nothing) if the parts do not fit the
+/// plane (see [`parts_fit`]).
+pub fn encode(mans: &[u8], parts: &[Part], out: &mut Vec<u8>) -> bool {
+    if !parts_fit(parts, mans.len()) {
+        return false;
+    }
+    let mut enc = [(); 2].map(|_| Encoder::with_capacity(mans.len() / 16 + 16));
+    let mut columns = Columns {
+        states: Vec::new(),
+        at: 0,
+    };
+    let mut k = 0;
+    for part in parts {
+        columns.start(part.rows);
+        for &m in &mans[k..k + part.len] {
+            let bit = (m >> 7) as u32;
+            columns.next(|p| {
+                enc[k % 2].encode_bit_at(p, bit);
+                bit
+            });
+            k += 1;
+        }
+    }
+    let [e0, e1] = enc;
+    finish_two(out, e0, e1);
+    let start = out.len();
+    out.reserve(fields_len(mans.len()));
+    for group in mans.chunks(8) {
+        let w = group
+            .iter()
+            .enumerate()
+            .fold(0u64, |w, (j, &m)| w | ((m & 0x1F) as u64) << (5 * j));
+        out.extend_from_slice(&w.to_le_bytes()[..5]);
+    }
+    out.truncate(start + fields_len(mans.len()));
+    true
+}
+
+/// Decodes a `signs` payload of `n` elements lying in `parts` (which cover them, see
+/// [`parts_fit`]) into the [`raw6`] payload of the same fields.
+pub(crate) fn decode_raw6(payload: &[u8], parts: &[Part], n: usize) -> Result<Vec<u8>, CodecError> {
+    let tail = fields_len(n);
+    let mut streams = two_streams(payload, tail)?;
+    let fields = &payload[payload.len() - tail..];
+    let spare = tail * 8 - 5 * n;
+    if fields
+        .last()
+        .is_some_and(|&b| (b as u32) >> (8 - spare) != 0)
+    {
+        return Err(CodecError("signs payload has padding bits set"));
+    }
+    let mut signs = vec![0u8; n];
+    let data = streams.data;
+    // The decoder of the next element is `a`: the two swap after every element, which keeps
+    // both in registers.
+    let [mut a, mut b] = streams.decs;
+    let mut states = Vec::new();
+    let mut rest = &mut signs[..];
+    for part in parts {
+        let len = part.rows.len as usize;
+        states.clear();
+        states.resize(len, FRESH);
+        let at = part.len.min(rest.len());
+        let (mut out, next) = std::mem::take(&mut rest).split_at_mut(at);
+        rest = next;
+        let mut c = part.rows.phase as usize;
+        while !out.is_empty() {
+            let row = &mut states[c.min(len)..];
+            let at = row.len().min(out.len());
+            let (seg, more) = std::mem::take(&mut out).split_at_mut(at);
+            out = more;
+            for (s, o) in row.iter_mut().zip(seg.iter_mut()) {
+                let bit = a.decode_bit_at(data, coding_prob(*s));
+                *s = update(*s, bit);
+                *o = bit as u8;
+                std::mem::swap(&mut a, &mut b);
+            }
+            c = 0;
+        }
+    }
+    if n % 2 == 1 {
+        std::mem::swap(&mut a, &mut b);
+    }
+    streams.decs = [a, b];
+    streams.finish()?;
+    let mut raw = Vec::with_capacity(raw6::len(n) + 2);
+    for (signs, fields) in signs.chunks(8).zip(fields.chunks(5)) {
+        let (mut s, mut f) = ([0u8; 8], [0u8; 8]);
+        s[..signs.len()].copy_from_slice(signs);
+        f[..fields.len()].copy_from_slice(fields);
+        let (s, f) = (u64::from_le_bytes(s), u64::from_le_bytes(f));
+        let w = (0..8).fold(0u64, |w, j| {
+            let field = (f >> (5 * j)) & 0x1F | (s >> (8 * j) & 1) << 5;
+            w | field << (6 * j)
+        });
+        raw.extend_from_slice(&w.to_le_bytes()[..6]);
+    }
+    raw.truncate(raw6::len(n));
+    Ok(raw)
+}
