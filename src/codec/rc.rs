@@ -229,9 +229,13 @@ impl Decoder {
     #[inline(always)]
     pub(crate) fn decode_bit(&mut self, data: &[u8], prob: &mut u16) -> u32 {
         let p = *prob as u32;
-        let one = self.decode_bit_at(data, p);
-        *prob = adapt(p, one.wrapping_neg());
-        one
+        let bound = (self.range >> BIT_PROB_BITS) * p;
+        let one = self.code >= bound;
+        self.code = if one { self.code - bound } else { self.code };
+        self.range = if one { self.range - bound } else { bound };
+        *prob = adapt(p, (one as u32).wrapping_neg());
+        self.normalize_bit(data);
+        one as u32
     }
 
     /// Decodes one bit whose 0 has probability `p` of 4096, `p` in `[255, 3841]`, as
@@ -247,13 +251,19 @@ impl Decoder {
         let mask = one.wrapping_neg();
         self.code -= bound & mask;
         self.range = (bound & !mask) | (self.range.wrapping_sub(bound) & mask);
-        // A bit keeps at least 255/4096 of the range (> 2^19): one byte always restores 2^24.
+        self.normalize_bit(data);
+        one
+    }
+
+    /// Shifts in the byte that brings the range back to at least 2^24 after a bit, if it fell
+    /// below: a bit keeps at least 255/4096 of the range (> 2^19), so one byte always suffices.
+    #[inline(always)]
+    fn normalize_bit(&mut self, data: &[u8]) {
         let small = self.range < TOP;
         let next = self.code << 8 | byte(data, self.pos as usize);
         self.code = if small { next } else { self.code };
         self.range = if small { self.range << 8 } else { self.range };
         self.pos += small as u32;
-        one
     }
 
     /// Shifts in the 0, 1 or 2 bytes that bring the range back to at least 2^24, without a
