@@ -32,10 +32,26 @@ def read_header(path):
         return 8 + n, json.loads(f.read(n))
 
 
-def write_excerpt(src_dir, picks, out_path, metadata):
-    """Writes the tensors `picks` (as PICK) of the files in `src_dir` to `out_path`."""
+def write_tensors(out_path, metadata, tensors):
+    """Writes `tensors`, (name, dtype, shape, bytes) in file order, as a safetensors file."""
     header = {"__metadata__": metadata}
     payload = bytearray()
+    for name, dtype, shape, data in tensors:
+        header[name] = {
+            "dtype": dtype,
+            "shape": shape,
+            "data_offsets": [len(payload), len(payload) + len(data)],
+        }
+        payload += data
+    js = json.dumps(header, separators=(",", ":")).encode()
+    js += b" " * (-len(js) % 8)
+    with open(out_path, "wb") as f:
+        f.write(struct.pack("<Q", len(js)) + js + payload)
+
+
+def write_excerpt(src_dir, picks, out_path, metadata):
+    """Writes the tensors `picks` (as PICK) of the files in `src_dir` to `out_path`."""
+    tensors = []
     for src, name, rows, new_name in picks:
         path = f"{src_dir}/{src}"
         start, h = read_header(path)
@@ -51,16 +67,8 @@ def write_excerpt(src_dir, picks, out_path, metadata):
         with open(path, "rb") as f:
             f.seek(start + begin)
             data = f.read(end - begin)
-        header[new_name or name] = {
-            "dtype": t["dtype"],
-            "shape": shape,
-            "data_offsets": [len(payload), len(payload) + len(data)],
-        }
-        payload += data
-    js = json.dumps(header, separators=(",", ":")).encode()
-    js += b" " * (-len(js) % 8)
-    with open(out_path, "wb") as f:
-        f.write(struct.pack("<Q", len(js)) + js + payload)
+        tensors.append((new_name or name, t["dtype"], shape, data))
+    write_tensors(out_path, metadata, tensors)
 
 
 def main(src_dir, out_path):

@@ -1023,12 +1023,26 @@ const LEGACY_FAST: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/tiny.fa
 /// version: its float blocks use the joint and raw6 codecs.
 const LEGACY_BEST_JOINT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/tiny.best-joint.sc");
 
-/// Decodes and mutates every byte of a committed archive written by an earlier encoder, after
-/// checking that it has a float block whose planes 0 and 1 use `pair`.
+/// Decodes and mutates every byte of a committed archive of `testdata/tiny.safetensors` (4 KiB
+/// blocks) written by an earlier encoder, after checking that it has a float block whose planes
+/// 0 and 1 use `pair`.
 fn legacy_archive_every_byte(name: &str, path: &str, mode: Mode, pair: [Codec; 2]) {
-    let original = std::fs::read(TINY).expect("testdata/tiny.safetensors");
+    legacy_input_archive_every_byte(name, TINY, path, mode, 4096, pair);
+}
+
+/// As [`legacy_archive_every_byte`], for an archive of the file `input` in blocks of
+/// `block_size`; returns the archive's fixture.
+fn legacy_input_archive_every_byte(
+    name: &str,
+    input: &str,
+    path: &str,
+    mode: Mode,
+    block_size: u32,
+    pair: [Codec; 2],
+) -> Fixture {
+    let original = std::fs::read(input).expect("original of a legacy archive in testdata/");
     let archive = std::fs::read(path).expect("legacy archive in testdata/");
-    let fx = Fixture::from_archive(name, original, archive, mode, 4096);
+    let fx = Fixture::from_archive(name, original, archive, mode, block_size);
     assert!(
         fx.blocks.iter().any(|b| b.transform.exponent_aligned()
             && b.planes.len() >= 2
@@ -1038,6 +1052,7 @@ fn legacy_archive_every_byte(name: &str, path: &str, mode: Mode, pair: [Codec; 2
     let mut t = exhaustive(&fx);
     truncation_cases(&mut t, &fx);
     t.finish(&fx.name.clone());
+    fx
 }
 
 #[test]
@@ -1065,22 +1080,41 @@ fn legacy_version_1_joint_archive_every_byte() {
 /// The same file as a BEST archive of format version 3: its kept header stored deflated.
 const BEST_V3: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/tiny.best-v3.sc");
 
-#[test]
-fn version_3_deflated_header_archive_every_byte() {
-    let archive = std::fs::read(BEST_V3).expect("committed archive in testdata/");
-    assert_eq!(u16::from_le_bytes([archive[4], archive[5]]), 3);
-    legacy_archive_every_byte("BEST v3", BEST_V3, Mode::Best, [Codec::Joint, Codec::Raw6]);
-    let fx = Fixture::from_archive(
-        "BEST v3",
-        std::fs::read(TINY).unwrap(),
-        archive,
-        Mode::Best,
-        4096,
-    );
-    assert!(fx.packed);
+/// `testdata/tensors.safetensors`: four BF16 tensors of real weights, three of 1024 elements.
+const TENSORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/tensors.safetensors");
+
+/// That file as a BEST archive of format version 4 (8 KiB blocks): its one block holds all four
+/// tensors, coded as a ctxtensors/raw6 pair, after a deflated kept header.
+const BEST_V4: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/tensors.best-v4.sc");
+
+/// Checks that the committed BEST archive `path` of `input` says format `version` and keeps its
+/// header deflated, then decodes and mutates every byte of it and every header field.
+fn versioned_archive_every_byte(
+    version: u16,
+    input: &str,
+    path: &str,
+    block_size: u32,
+    pair: [Codec; 2],
+) {
+    let name = format!("BEST v{version}");
+    let archive = std::fs::read(path).expect("committed archive in testdata/");
+    assert_eq!(u16::from_le_bytes([archive[4], archive[5]]), version);
+    let fx = legacy_input_archive_every_byte(&name, input, path, Mode::Best, block_size, pair);
+    assert!(fx.packed, "{name}: kept header not deflated");
     let mut t = Tally::default();
     header_cases(&mut t, &fx);
-    t.finish("BEST v3 header");
+    t.finish(&format!("{name} header"));
+}
+
+#[test]
+fn version_3_deflated_header_archive_every_byte() {
+    versioned_archive_every_byte(3, TINY, BEST_V3, 4096, [Codec::Joint, Codec::Raw6]);
+}
+
+#[test]
+fn version_4_ctxtensors_archive_every_byte() {
+    let pair = [Codec::CtxTensors, Codec::Raw6];
+    versioned_archive_every_byte(4, TENSORS, BEST_V4, 8192, pair);
 }
 
 #[test]
