@@ -118,10 +118,10 @@ pub fn entropy(data: &[u8]) {
             context::decode_pair(a, b, &mut out, &mut other)
         }
         5 => joint::decode_joint(head, raw, &mut out, &mut other),
-        6 => ctxjoint::decode::<false>(head, raw, &mut out, &mut other),
+        6 => ctxjoint::decode::<{ ctxjoint::ROWS }>(head, raw, &mut out, &mut other),
         7 => huffjoint::decode(head, raw, &mut Vec::new(), &mut vec![0u8; 2 * n]),
         8 => sparse::decode(payload, &mut out),
-        9 => ctxjoint::decode::<true>(head, raw, &mut out, &mut other),
+        9 => ctxjoint::decode::<{ ctxjoint::PARTS }>(head, raw, &mut out, &mut other),
         _ => {
             let high: Vec<u8> = (0..n).map(|i| (i % 61 == 0) as u8).collect();
             basectx::decode(payload, &high, &base, &mut out)

@@ -80,11 +80,11 @@ pub static SIGNED_SPEC: Spec = Spec {
 /// The payload layouts, the decoders' const parameter: `ctxjoint`'s (one part's rows),
 /// `ctxtensors`' (a table of two parts or more) and `ctxsigns`' (a table of one part or more,
 /// plane 1 [`signs`] rather than [`raw6`]).
-const ROWS: u8 = 0;
+pub const ROWS: u8 = 0;
 /// See [`ROWS`].
-const PARTS: u8 = 1;
+pub const PARTS: u8 = 1;
 /// See [`ROWS`].
-const SIGNED: u8 = 2;
+pub const SIGNED: u8 = 2;
 
 /// Number of context models.
 pub const CONTEXTS: usize = 16;
@@ -895,7 +895,7 @@ fn read_layout(
         let count = word(&head[2..]) as usize;
         let table_len = count
             .checked_mul(PART_LEN)
-            .filter(|&n| count >= 1 + (layout == PARTS) as usize && n <= payload.len() - 6)
+            .filter(|&n| count > (layout == PARTS) as usize && n <= payload.len() - 6)
             .ok_or(CodecError(match layout {
                 PARTS => "ctxtensors part count out of range",
                 _ => "ctxsigns part count out of range",
