@@ -154,7 +154,7 @@ fn bench(c: &mut Criterion) {
         let (mut de, mut dm) = (vec![0u8; exp.len()], vec![0u8; man.len()]);
         g.bench_function("decode", |b| {
             b.iter(|| match ctx {
-                true => ctxjoint::decode::<false>(&coded, &raw, &mut de, &mut dm),
+                true => ctxjoint::decode::<{ ctxjoint::ROWS }>(&coded, &raw, &mut de, &mut dm),
                 false => joint::decode_joint(&coded, &raw, &mut de, &mut dm),
             })
         });

@@ -1032,7 +1032,7 @@ fn joint_survives(j: &[u8], r: &[u8], n: usize) -> bool {
 
 /// [`pair_survives`] for the ctxjoint decoder.
 fn ctxjoint_survives(j: &[u8], r: &[u8], n: usize) -> bool {
-    pair_survives("ctxjoint", ctxjoint::decode::<false>, j, r, n)
+    pair_survives("ctxjoint", ctxjoint::decode::<{ ctxjoint::ROWS }>, j, r, n)
 }
 
 /// All plane round trips, then the fused decoder on the same payloads.
@@ -1913,7 +1913,8 @@ fn assert_matches_reference(exps: &[u8], mans: &[u8]) {
         );
         if let Some(c) = ctx {
             let (mut de, mut dm) = (vec![0u8; n], vec![0u8; n]);
-            ctxjoint::decode::<false>(&c, &r, &mut de, &mut dm).expect("ctxjoint decode");
+            ctxjoint::decode::<{ ctxjoint::ROWS }>(&c, &r, &mut de, &mut dm)
+                .expect("ctxjoint decode");
             assert!(de == exps && dm == mans, "ctxjoint round trip (n={n})");
         }
     }
