@@ -16,7 +16,8 @@ pub struct BenchArgs {
     #[arg(required = true)]
     inputs: Vec<PathBuf>,
     /// More compressors, comma-separated: zstd, xz, bzip2, gzip, shuffle-zstd (sc shuffle
-    /// piped into zstd), cp; NAME-LEVEL picks a level, as in zstd-19, xz-1, shuffle-zstd-1
+    /// piped into zstd), cp, sc-9 (BEST with sign models); NAME-LEVEL picks a level, as in
+    /// zstd-19, xz-1, shuffle-zstd-1
     #[arg(long, value_delimiter = ',', value_parser = Tool::parse, value_name = "LIST")]
     against: Vec<Tool>,
     /// Runs of every compressor, alternating between them; medians are reported
@@ -39,6 +40,8 @@ pub struct BenchArgs {
 pub enum Tool {
     /// sc itself.
     Sc(Mode),
+    /// sc at level 9: BEST with sign models.
+    ScSigns,
     /// sc coding against a base checkpoint.
     ScBase(Mode, PathBuf),
     /// Copying the file: the floor for any file-to-file tool.
@@ -76,9 +79,11 @@ impl Tool {
             "gzip" => Tool::Gzip(level(6, 1..=9)?),
             "shuffle-zstd" => Tool::ShuffleZstd(level(3, 1..=22)?),
             "cp" if s == "cp" => Tool::Cp,
+            "sc" if s == "sc-9" => Tool::ScSigns,
             _ => {
                 return Err(format!(
-                    "unknown compressor '{s}' (known: zstd, xz, bzip2, gzip, shuffle-zstd, cp)"
+                    "unknown compressor '{s}' (known: zstd, xz, bzip2, gzip, shuffle-zstd, cp, \
+                     sc-9)"
                 ))
             }
         })
@@ -87,6 +92,7 @@ impl Tool {
     fn label(&self) -> String {
         match self {
             Tool::Sc(m) => format!("sc {}", m.name()),
+            Tool::ScSigns => "sc -9".into(),
             Tool::ScBase(m, _) => format!("sc {} --base", m.name()),
             Tool::Cp => "cp".into(),
             Tool::Zstd(l) => format!("zstd -{l} -T1"),
@@ -100,7 +106,7 @@ impl Tool {
     /// The program it needs besides sc and cp.
     fn program(&self) -> Option<&'static str> {
         match self {
-            Tool::Sc(_) | Tool::ScBase(..) => None,
+            Tool::Sc(_) | Tool::ScSigns | Tool::ScBase(..) => None,
             Tool::Cp => Some("cp"),
             Tool::Zstd(_) | Tool::ShuffleZstd(_) => Some("zstd"),
             Tool::Xz(_) => Some("xz"),
@@ -115,17 +121,21 @@ impl Tool {
         let (archive, restored) = (n("archive"), n("restored"));
         let level = |l: &u32| format!("-{l}");
         let (encode, decode) = match self {
-            Tool::Sc(mode) | Tool::ScBase(mode, _) => {
-                let (t, m) = (threads.to_string(), mode.name());
+            Tool::Sc(_) | Tool::ScSigns | Tool::ScBase(..) => {
+                let t = threads.to_string();
                 let base: Vec<OsString> = match self {
                     Tool::ScBase(_, b) => vec!["--base".into(), b.into()],
                     _ => Vec::new(),
+                };
+                let level = match self {
+                    Tool::Sc(m) | Tool::ScBase(m, _) => format!("--mode={}", m.name()),
+                    _ => "-9".into(),
                 };
                 (
                     vec![Step::new(
                         sc,
                         &[
-                            &"encode", &"-qf", &"-T", &t, &"-m", &m, &input, &"-o", &archive,
+                            &"encode", &"-qf", &"-T", &t, &level, &input, &"-o", &archive,
                         ],
                     )
                     .extra(base.clone())],
@@ -377,6 +387,8 @@ mod tests {
         assert_eq!(Tool::parse("cp"), Ok(Tool::Cp));
         assert!(Tool::parse("gzip-0").is_err());
         assert!(Tool::parse("cp-3").is_err());
+        assert_eq!(Tool::parse("sc-9"), Ok(Tool::ScSigns));
+        assert!(Tool::parse("sc-6").is_err());
         assert!(Tool::parse("lz4").unwrap_err().contains("unknown"));
     }
 }
