@@ -34,8 +34,8 @@ use super::alphabet::{self, Alphabet};
 use super::joint::{self, JOINT_PARAMS};
 use super::rc::{Decoder, Encoder, PROB_SCALE};
 use super::{huffjoint, Codec, CodecError, Decode, Slot, Spec};
-use super::{raw6, signs};
-use std::borrow::Cow;
+use super::raw6;
+use super::signs::SignDecoder;
 
 /// The `ctxjoint` codec: plane 0 of an exponent-aligned block, with [`raw6`] as plane 1.
 pub static SPEC: Spec = Spec {
@@ -942,6 +942,8 @@ struct State<'a> {
     last: [[u64; QUAD]; 2],
     /// Elements of the current part decoded.
     done: usize,
+    /// The decoder of plane 1's signs, for the [`SIGNED`] layout.
+    signs: Option<SignDecoder<'a>>,
 }
 
 impl State<'_> {
@@ -961,9 +963,12 @@ impl State<'_> {
                 false => 0,
             };
             if whole > 0 {
-                match self.scale.shift == STEP_SHIFT {
-                    true => self.quads::<STEP_SHIFT>(&mut rest[..whole]),
-                    false => self.quads::<{ STEP_SHIFT + 1 }>(&mut rest[..whole]),
+                let quads = &mut rest[..whole];
+                match (self.scale.shift == STEP_SHIFT, self.signs.is_some()) {
+                    (true, false) => self.quads::<STEP_SHIFT, false>(quads),
+                    (false, false) => self.quads::<{ STEP_SHIFT + 1 }, false>(quads),
+                    (true, true) => self.quads::<STEP_SHIFT, true>(quads),
+                    (false, true) => self.quads::<{ STEP_SHIFT + 1 }, true>(quads),
                 }
                 at += whole;
                 self.left -= whole;
@@ -982,20 +987,24 @@ impl State<'_> {
         let part = self.parts[self.started.min(self.parts.len() - 1)];
         self.started += 1;
         self.scale.restart(part.rows);
+        if let Some(signs) = &mut self.signs {
+            signs.start(part.rows);
+        }
         self.left = part.len;
         self.done = 0;
         self.last = [[0; QUAD]; 2];
     }
 
     /// Decodes whole quads of a plane past its first two, with contexts `1 << SHIFT` units
-    /// apart (the plane's [`Scale::shift`]).
+    /// apart (the plane's [`Scale::shift`]), and with `SIGNS` each quad's signs.
     ///
     /// The hot loop of BEST's decoding. The spacing is a constant and the contexts of a
     /// quad are found before its elements are decoded, so that between two elements only the
     /// two decoders' state and the four tables are live; starting a context (at most
-    /// [`CONTEXTS`] times a plane) and a model's events are out of line.
+    /// [`CONTEXTS`] times a plane) and a model's events are out of line. The signs' decoding
+    /// is a chain of work of its own, which runs in the keys' shadow.
     #[inline(never)]
-    fn quads<const SHIFT: u32>(&mut self, out: &mut [u8]) {
+    fn quads<const SHIFT: u32, const SIGNS: bool>(&mut self, out: &mut [u8]) {
         let data = self.streams.data;
         let mut decs = self.streams.decs;
         let State {
@@ -1004,8 +1013,10 @@ impl State<'_> {
             mag,
             last,
             done,
+            signs,
             ..
         } = self;
+        let mut signs = signs.as_mut().filter(|_| SIGNS);
         let mut q = *done / QUAD;
         for quad in out.chunks_exact_mut(QUAD) {
             // This quad's magnitudes replace those of quad q - 2, added first.
@@ -1020,6 +1031,9 @@ impl State<'_> {
             ];
             quad.copy_from_slice(&keys);
             *l = keys.map(|k| mag[k as usize]);
+            if let Some(s) = &mut signs {
+                s.decode::<QUAD>();
+            }
             q += 1;
         }
         *done = q * QUAD;
@@ -1052,6 +1066,9 @@ impl State<'_> {
             *l = self.mag[*k as usize];
         }
         self.streams.decs = [d0, d1];
+        if let Some(s) = &mut self.signs {
+            s.decode_some(out.len());
+        }
     }
 }
 
@@ -1063,11 +1080,21 @@ pub fn decode<const LAYOUT: u8>(
     exps: &mut [u8],
     mans: &mut [u8],
 ) -> Result<(), CodecError> {
-    let (alphabet, mut st) = State::open(payload, LAYOUT, exps.len())?;
-    let raw = st.raw6(plane1, LAYOUT, exps.len())?;
-    joint::check_planes(&raw, exps, mans)?;
-    joint::decode_chunks(&alphabet, &raw, exps, mans, |ec| st.decode_into(ec));
-    st.finish()
+    let (alphabet, mut st) = State::open(payload, plane1, LAYOUT, exps.len())?;
+    if st.signs.is_none() {
+        joint::check_planes(plane1, exps, mans)?;
+        joint::decode_chunks(&alphabet, plane1, exps, mans, |ec| st.decode_into(ec));
+        return st.finish().map(drop);
+    }
+    // The raw fields are known once the signs are decoded, beside the keys.
+    if exps.len() != mans.len() {
+        return Err(CodecError("joint planes differ in length"));
+    }
+    st.decode_into(exps);
+    let raw = st.finish()?.unwrap_or_default();
+    let (te, tm) = alphabet.expansion();
+    joint::expand(&te, &tm, &raw, exps, mans);
+    Ok(())
 }
 
 /// Decodes a payload `payload` of layout `LAYOUT` (see [`ROWS`]) and its plane-1 payload
@@ -1080,20 +1107,27 @@ pub fn decode_words<const LAYOUT: u8>(
     keys: &mut Vec<u8>,
     out: &mut [u8],
 ) -> Result<(), CodecError> {
-    let (alphabet, mut st) = State::open(payload, LAYOUT, out.len() / 2)?;
-    let raw = st.raw6(plane1, LAYOUT, out.len() / 2)?;
-    huffjoint::decode_words(&raw, keys, out, |keys| {
-        st.decode_into(keys);
-        st.finish()?;
-        Ok(alphabet)
-    })
+    let (alphabet, mut st) = State::open(payload, plane1, LAYOUT, out.len() / 2)?;
+    if st.signs.is_none() {
+        return huffjoint::decode_words(plane1, keys, out, |keys| {
+            st.decode_into(keys);
+            st.finish()?;
+            Ok(alphabet)
+        });
+    }
+    let keys = huffjoint::key_scratch(keys, out)?;
+    st.decode_into(keys);
+    let raw = st.finish()?.unwrap_or_default();
+    huffjoint::expand_words(&alphabet, keys, &raw, out)
 }
 
 impl<'a> State<'a> {
     /// The alphabet of `payload`, of layout `layout` (see [`ROWS`]), and the state that
-    /// decodes its `len` keys.
+    /// decodes its `len` keys, and for the [`SIGNED`] layout the signs of plane 1's payload
+    /// `plane1`.
     fn open(
         payload: &'a [u8],
+        plane1: &'a [u8],
         layout: u8,
         len: usize,
     ) -> Result<(Alphabet, State<'a>), CodecError> {
@@ -1109,29 +1143,22 @@ impl<'a> State<'a> {
             streams: two_streams(coded, 0)?,
             last: [[0; QUAD]; 2],
             done: 0,
+            signs: match layout {
+                SIGNED => Some(SignDecoder::open(plane1, len)?),
+                _ => None,
+            },
         };
         Ok((alphabet, st))
     }
 
-    /// The raw6 payload of plane 1 of `len` elements from its payload `plane1`: itself, or
-    /// for the [`SIGNED`] layout its [`signs`] decoded in the plane's parts.
-    fn raw6<'p>(
-        &self,
-        plane1: &'p [u8],
-        layout: u8,
-        len: usize,
-    ) -> Result<Cow<'p, [u8]>, CodecError> {
-        Ok(match layout {
-            SIGNED => Cow::Owned(signs::decode_raw6(plane1, &self.parts, len)?),
-            _ => Cow::Borrowed(plane1),
-        })
-    }
-
     /// Keeps the column arrays for the thread's next plane and checks that both streams
-    /// ended where they should.
-    fn finish(self) -> Result<(), CodecError> {
+    /// ended where they should; returns plane 1's raw6 payload where the signs were decoded
+    /// here.
+    fn finish(self) -> Result<Option<Vec<u8>>, CodecError> {
         self.scale.keep();
-        self.streams.finish()
+        self.streams.finish()?;
+        let len = self.parts.iter().map(|p| p.len).sum();
+        self.signs.map(|s| s.finish(len)).transpose()
     }
 }
 

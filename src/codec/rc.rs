@@ -243,11 +243,9 @@ impl Decoder {
     #[inline(always)]
     pub(crate) fn decode_bit_at(&mut self, data: &[u8], p: u32) -> u32 {
         let bound = (self.range >> BIT_PROB_BITS) * p;
-        // The compare goes through `black_box` so that the compiler keeps the update below as
-        // mask arithmetic: where the caller goes on to use the bit (a model updated by it),
-        // it otherwise turns the update into a branch on the bit, which mispredicts about
-        // every other bit (measured: the signs of MiniLM decode 1.6x slower).
-        let one = std::hint::black_box(self.code >= bound) as u32;
+        // Mask arithmetic: the bits coded this way are close to coin flips, so a branch on
+        // them would mispredict about every other time.
+        let one = (self.code >= bound) as u32;
         let mask = one.wrapping_neg();
         self.code -= bound & mask;
         self.range = (bound & !mask) | (self.range.wrapping_sub(bound) & mask);

@@ -17,7 +17,7 @@
 //! element, 5 bits an element from the least significant bit up, `ceil(5 * n / 8)` bytes, the
 //! unused high bits of the last byte zero.
 
-use super::adaptive::{finish_two, two_streams};
+use super::adaptive::{finish_two, two_streams, Streams};
 use super::ctxjoint::{parts_fit, Part, Rows};
 use super::rc::{Encoder, BIT_PROB_BITS};
 use super::{raw6, CodecError, Decode, Slot, Spec};
@@ -149,65 +149,105 @@ pub fn encode(mans: &[u8], parts: &[Part], out: &mut Vec<u8>) -> bool {
     true
 }
 
-/// Decodes a `signs` payload of `n` elements lying in `parts` (which cover them, see
-/// [`parts_fit`]) into the [`raw6`] payload of the same fields.
-pub(crate) fn decode_raw6(payload: &[u8], parts: &[Part], n: usize) -> Result<Vec<u8>, CodecError> {
-    let tail = fields_len(n);
-    let mut streams = two_streams(payload, tail)?;
-    let fields = &payload[payload.len() - tail..];
-    let spare = tail * 8 - 5 * n;
-    if fields
-        .last()
-        .is_some_and(|&b| (b as u32) >> (8 - spare) != 0)
-    {
-        return Err(CodecError("signs payload has padding bits set"));
+/// The decoder of a `signs` payload, driven by the `ctxsigns` decoder of plane 0 as it
+/// decodes the keys: the parts start together, and the signs of each quad of keys are decoded
+/// beside them, so that the two chains of work overlap.
+pub(crate) struct SignDecoder<'a> {
+    streams: Streams<'a>,
+    /// Bits 4..0 of every element, packed.
+    fields: &'a [u8],
+    columns: Columns,
+    /// The signs decoded so far, a byte (0 or 1) an element.
+    signs: Vec<u8>,
+}
+
+impl<'a> SignDecoder<'a> {
+    /// The decoder of `payload`, the signs payload of a plane of `n` elements.
+    pub(crate) fn open(payload: &'a [u8], n: usize) -> Result<Self, CodecError> {
+        let tail = fields_len(n);
+        let streams = two_streams(payload, tail)?;
+        let fields = &payload[payload.len() - tail..];
+        let spare = tail * 8 - 5 * n;
+        if fields.last().is_some_and(|&b| (b as u32) >> (8 - spare) != 0) {
+            return Err(CodecError("signs payload has padding bits set"));
+        }
+        Ok(SignDecoder {
+            streams,
+            fields,
+            columns: Columns {
+                states: Vec::new(),
+                at: 0,
+            },
+            signs: Vec::with_capacity(n),
+        })
     }
-    let mut signs = vec![0u8; n];
-    let data = streams.data;
-    // The decoder of the next element is `a`: the two swap after every element, which keeps
-    // both in registers.
-    let [mut a, mut b] = streams.decs;
-    let mut states = Vec::new();
-    let mut rest = &mut signs[..];
-    for part in parts {
-        let len = part.rows.len as usize;
-        states.clear();
-        states.resize(len, FRESH);
-        let at = part.len.min(rest.len());
-        let (mut out, next) = std::mem::take(&mut rest).split_at_mut(at);
-        rest = next;
-        let mut c = part.rows.phase as usize;
-        while !out.is_empty() {
-            let row = &mut states[c.min(len)..];
-            let at = row.len().min(out.len());
-            let (seg, more) = std::mem::take(&mut out).split_at_mut(at);
-            out = more;
-            for (s, o) in row.iter_mut().zip(seg.iter_mut()) {
-                let bit = a.decode_bit_at(data, coding_prob(*s));
-                *s = update(*s, bit);
-                *o = bit as u8;
-                std::mem::swap(&mut a, &mut b);
-            }
-            c = 0;
+
+    /// Starts a part whose elements lie in `rows`.
+    pub(crate) fn start(&mut self, rows: Rows) {
+        self.columns.start(rows);
+    }
+
+    /// Decodes the signs of the next `N` elements (`N` at most 4), the first of them in stream
+    /// 0: parts and quads start at even elements.
+    #[inline(always)]
+    pub(crate) fn decode<const N: usize>(&mut self) {
+        let data = self.streams.data;
+        let [d0, d1] = &mut self.streams.decs;
+        let columns = &mut self.columns;
+        let mut bits = [0u8; N];
+        for (j, b) in bits.iter_mut().enumerate() {
+            *b = columns.next(|p| match j % 2 {
+                0 => d0.decode_bit_at(data, p),
+                _ => d1.decode_bit_at(data, p),
+            }) as u8;
+        }
+        self.signs.extend_from_slice(&bits);
+    }
+
+    /// Decodes the signs of the next `count` elements, at most 4, as [`SignDecoder::decode`].
+    pub(crate) fn decode_some(&mut self, count: usize) {
+        match count {
+            1 => self.decode::<1>(),
+            2 => self.decode::<2>(),
+            3 => self.decode::<3>(),
+            _ => self.decode::<4>(),
         }
     }
-    if n % 2 == 1 {
-        std::mem::swap(&mut a, &mut b);
+
+    /// Checks that the streams ended where they should and returns the [`raw6`] payload of the
+    /// plane's `n` elements: their signs and bits 4..0. Every element must have been decoded.
+    pub(crate) fn finish(self, n: usize) -> Result<Vec<u8>, CodecError> {
+        self.streams.finish()?;
+        if self.signs.len() != n {
+            return Err(CodecError("signs payload does not cover the plane"));
+        }
+        let mut raw = Vec::with_capacity(raw6::len(n) + 2);
+        for (signs, fields) in self.signs.chunks(8).zip(self.fields.chunks(5)) {
+            let (mut s, mut f) = ([0u8; 8], [0u8; 8]);
+            s[..signs.len()].copy_from_slice(signs);
+            f[..fields.len()].copy_from_slice(fields);
+            let (s, f) = (u64::from_le_bytes(s), u64::from_le_bytes(f));
+            let w = (0..8).fold(0u64, |w, j| {
+                let field = (f >> (5 * j)) & 0x1F | (s >> (8 * j) & 1) << 5;
+                w | field << (6 * j)
+            });
+            raw.extend_from_slice(&w.to_le_bytes()[..6]);
+        }
+        raw.truncate(raw6::len(n));
+        Ok(raw)
     }
-    streams.decs = [a, b];
-    streams.finish()?;
-    let mut raw = Vec::with_capacity(raw6::len(n) + 2);
-    for (signs, fields) in signs.chunks(8).zip(fields.chunks(5)) {
-        let (mut s, mut f) = ([0u8; 8], [0u8; 8]);
-        s[..signs.len()].copy_from_slice(signs);
-        f[..fields.len()].copy_from_slice(fields);
-        let (s, f) = (u64::from_le_bytes(s), u64::from_le_bytes(f));
-        let w = (0..8).fold(0u64, |w, j| {
-            let field = (f >> (5 * j)) & 0x1F | (s >> (8 * j) & 1) << 5;
-            w | field << (6 * j)
-        });
-        raw.extend_from_slice(&w.to_le_bytes()[..6]);
+}
+
+/// Decodes a `signs` payload of `n` elements lying in `parts` (which cover them, see
+/// [`parts_fit`]) on its own, into the [`raw6`] payload of the same fields.
+#[cfg(test)]
+pub(crate) fn decode_raw6(payload: &[u8], parts: &[Part], n: usize) -> Result<Vec<u8>, CodecError> {
+    let mut dec = SignDecoder::open(payload, n)?;
+    for part in parts {
+        dec.start(part.rows);
+        for q in 0..part.len.div_ceil(4) {
+            dec.decode_some((part.len - 4 * q).min(4));
+        }
     }
-    raw.truncate(raw6::len(n));
-    Ok(raw)
+    dec.finish(n)
 }

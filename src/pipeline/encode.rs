@@ -413,7 +413,7 @@ fn encode_here<R: Read + Send, W: Write + Send>(
     let budget = Budget::new(opts.memory, opts.block_size, 0, refs.is_some())?;
     let mut file_header = FileHeader::new(opts.mode, kind, opts.block_size, prefix, opts.md5, refs);
     let signs = opts.sign_models && opts.mode == Mode::Best;
-    if signs {
+    if signs && kind == Kind::Safetensors {
         file_header.version = file_header.version.max(SIGNS_VERSION);
     }
     file_header.write(&mut output)?;

@@ -97,7 +97,7 @@ impl Args for Level {
             )))
             .arg(flag("best").long("best").help(format!(
                 "BEST mode, as -m best; so are -{} to -9 (-9 adds sign models: smaller, \
-                 decodes about 1.3x slower)",
+                 decodes about 1.4x slower)",
                 LAST_FAST + 1
             )))
     }

@@ -190,6 +190,17 @@ pub(crate) fn decode_words(
     out: &mut [u8],
     decode_keys: impl FnOnce(&mut [u8]) -> Result<Alphabet, CodecError>,
 ) -> Result<(), CodecError> {
+    let keys = key_scratch(keys, out)?;
+    raw6::check(raw, keys.len())?;
+    let alphabet = decode_keys(keys)?;
+    expand_words(&alphabet, keys, raw, out)
+}
+
+/// The scratch for the keys of the `exp16` block `out`, one an element, from `keys`.
+pub(crate) fn key_scratch<'k>(
+    keys: &'k mut Vec<u8>,
+    out: &[u8],
+) -> Result<&'k mut [u8], CodecError> {
     if !out.len().is_multiple_of(2) {
         return Err(CodecError("16-bit block of odd length"));
     }
@@ -198,9 +209,19 @@ pub(crate) fn decode_words(
     if keys.len() < n {
         keys.resize(n, 0);
     }
-    let keys = &mut keys[..n];
+    Ok(&mut keys[..n])
+}
+
+/// Expands the keys `keys` of `alphabet` and the raw6 payload `raw` into the elements of the
+/// `exp16` block `out`, as many as the keys.
+pub(crate) fn expand_words(
+    alphabet: &Alphabet,
+    keys: &[u8],
+    raw: &[u8],
+    out: &mut [u8],
+) -> Result<(), CodecError> {
+    let n = keys.len();
     raw6::check(raw, n)?;
-    let alphabet = decode_keys(keys)?;
     let base = alphabet.bases16();
     let done = expand16_detect(&base, keys, raw, out);
     // The rest, fewer than 32 elements (at most 24 raw bytes), as one run padded with zeros.
