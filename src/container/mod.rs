@@ -21,7 +21,7 @@ pub const MAGIC: [u8; 4] = [0x89, b'S', b'C', b'W'];
 /// Last bytes of every archive.
 pub const END_MAGIC: [u8; 4] = *b"SCWE";
 /// Newest format version this build writes and reads. Each archive is written with the lowest
-/// version that holds what it uses (see [`FileHeader::new`]).
+/// version that holds what its encoder may use (see [`FileHeader::new`] and [`SIGNS_VERSION`]).
 pub const VERSION: u16 = 5;
 /// The format version of an archive coded with sign models (the `ctxsigns` and `signs`
 /// codecs), which its encoder asks for (see `EncodeOptions::sign_models`).
@@ -181,6 +181,7 @@ impl FileHeader {
     /// tensors use the `ctxtensors` codec of version 4); else 3 for a deflated kept header;
     /// else 2 for a reference section or BEST mode (whose `ctxjoint` codec is version 2); else
     /// 1 (FAST codes with version 1's transforms and codecs alone unless it has references).
+    /// An encoder asked for sign models raises it to [`SIGNS_VERSION`].
     pub fn lowest_version(&self) -> u16 {
         if self.mode == Mode::Best && self.kind == Kind::Safetensors {
             4

@@ -6,7 +6,7 @@ use sc::Mode;
 
 /// The highest level that still means FAST: `-1` to `-5` (FAST, sc's default, decodes at copy
 /// speed), `-6` to `-9` BEST (smaller, several times slower); `-9` adds BEST's sign models
-/// (smaller still, decodes about 1.3x slower than `-6`).
+/// (smaller still, decodes about 1.4x slower than `-6`).
 const LAST_FAST: u8 = 5;
 
 /// The ids of the level flags: `-1` ... `-9`, `--fast` and `--best`.
