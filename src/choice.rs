@@ -53,8 +53,6 @@ const MIN_PART: usize = 1024;
 /// cost more than they gain (a 384-element plane: 291 bytes against 277). Larger planes rarely
 /// change (a few bytes in 10^6 elements) and would pay a second coding pass.
 const JOINT_TRIAL_MAX: usize = 1 << 14;
-/// BEST: bytes the `signs` plane 1 must save over `raw6` to be chosen.
-const SIGNS_MARGIN: usize = 0;
 
 /// BEST keeps its modelled codecs (`context` for the sign/mantissa plane, the joint pairs)
 /// unless the order-0 estimate of coding the planes apart promises clearly less: these allow
@@ -311,8 +309,9 @@ fn part_rows(
 
 /// BEST: planes 0 and 1 of an exponent-aligned block as a ctxjoint/raw6 pair, or joint/raw6
 /// when the block holds no tensor whose rows it would follow or is small and codes smaller so
-/// (see [`JOINT_TRIAL_MAX`]); `None`, leaving the buffers to be overwritten, when the pair does
-/// not apply or does not pay (see [`MODEL_SLACK_RATIO`]).
+/// (see [`JOINT_TRIAL_MAX`]); with `signs`, a ctxsigns/signs pair where the signs payload is
+/// smaller than raw6. `None`, leaving the buffers to be overwritten, when the pair does not
+/// apply or does not pay (see [`MODEL_SLACK_RATIO`]).
 fn code_joint(
     p: [&[u8]; 2],
     rows: &[TensorRows],
@@ -341,7 +340,7 @@ fn code_joint(
         },
     );
     let mut pair = (codec, Codec::Raw6);
-    if let Some(parts) = parts.filter(|_| signed_fits && signed.len() + SIGNS_MARGIN < c1.len()) {
+    if let Some(parts) = parts.filter(|_| signed_fits && signed.len() < c1.len()) {
         if ctxjoint::into_signed(codec, &parts, c0) {
             std::mem::swap(c1, &mut signed);
             pair = (Codec::CtxSigns, Codec::Signs);
@@ -443,9 +442,9 @@ fn code_head(
 }
 
 /// Codes the block `raw`, planned as `planned`, whose elements lie in the rows of its tensors
-/// `rows`, in `mode` (BEST with sign models if `signs`): returns the transform it is coded with (see [`refine`]) and the codec of
-/// each of its planes. Plane `k`'s payload is then `s.coded[k]`, or for a stored plane
-/// `s.planes[k]` (the block itself for a one-plane block).
+/// `rows`, in `mode` (BEST with sign models if `signs`): returns the transform it is coded
+/// with (see [`refine`]) and the codec of each of its planes. Plane `k`'s payload is then
+/// `s.coded[k]`, or for a stored plane `s.planes[k]` (the block itself for a one-plane block).
 pub fn code(
     raw: &[u8],
     planned: Transform,

@@ -32,10 +32,10 @@
 use super::adaptive::{finish_two, two_streams, Counts, Params, Streams, INC};
 use super::alphabet::{self, Alphabet};
 use super::joint::{self, JOINT_PARAMS};
-use super::rc::{Decoder, Encoder, PROB_SCALE};
-use super::{huffjoint, Codec, CodecError, Decode, Slot, Spec};
 use super::raw6;
+use super::rc::{Decoder, Encoder, PROB_SCALE};
 use super::signs::SignDecoder;
+use super::{huffjoint, Codec, CodecError, Decode, Slot, Spec};
 
 /// The `ctxjoint` codec: plane 0 of an exponent-aligned block, with [`raw6`] as plane 1.
 pub static SPEC: Spec = Spec {

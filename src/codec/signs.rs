@@ -78,8 +78,8 @@ fn update(s: u32, bit: u32) -> u32 {
     p as u32 | (n + (n < CAP) as u32) << 16
 }
 
-/// The columns of one part, for [`walk`] and [`SignDecoder`]: their states and the column of
-/// the next element.
+/// The columns of one part, for [`encode`] and [`SignDecoder`]: their states and the column
+/// of the next element.
 struct Columns {
     states: Vec<u32>,
     at: usize,
@@ -168,7 +168,10 @@ impl<'a> SignDecoder<'a> {
         let streams = two_streams(payload, tail)?;
         let fields = &payload[payload.len() - tail..];
         let spare = tail * 8 - 5 * n;
-        if fields.last().is_some_and(|&b| (b as u32) >> (8 - spare) != 0) {
+        if fields
+            .last()
+            .is_some_and(|&b| (b as u32) >> (8 - spare) != 0)
+        {
             return Err(CodecError("signs payload has padding bits set"));
         }
         Ok(SignDecoder {
