@@ -1072,8 +1072,9 @@ fn synthetic_signed_tensors_best_every_byte() {
     t.finish(&fx.name.clone());
 }
 
-/// Sign models are BEST's and asked for: without them BEST writes format version 4 and no
-/// ctxsigns block; FAST writes the same archive with or without them.
+/// Sign models are BEST's and asked for, and for tensors: without them BEST writes format
+/// version 4 and no ctxsigns block; FAST, and BEST on a file that is not safetensors, write the
+/// same archive with or without them.
 #[test]
 fn sign_models_only_where_asked_for() {
     let file = leaning_tensors();
@@ -1098,6 +1099,20 @@ fn sign_models_only_where_asked_for() {
     let fast = coded(Mode::Fast, false);
     assert!(fast == coded(Mode::Fast, true));
     assert!(version_of(&fast) < sc::container::SIGNS_VERSION);
+    // A file that is not safetensors has no tensor columns to model: its archive is the same
+    // with sign models, of the lowest version that holds it.
+    let generic = synthetic_generic();
+    let best = |sign_models| {
+        let opts = EncodeOptions {
+            block_size: 4096,
+            sign_models,
+            ..EncodeOptions::new(Mode::Best)
+        };
+        sc::encode_to_vec(&generic, &opts).unwrap()
+    };
+    let plain = best(false);
+    assert!(version_of(&plain) < 4);
+    assert!(best(true) == plain);
 }
 
 #[test]

@@ -69,8 +69,8 @@ pub struct EncodeOptions<'a> {
     pub dedup: bool,
     /// BEST: code the signs of each tensor column with a model of their own (off by default).
     /// Weights of a column often lean to one sign; modelling it codes BF16 and F16 tensors
-    /// about 0.1% to 0.2% smaller and decodes them about 1.3x slower, and the archive needs a
-    /// reader of format version 5.
+    /// about 0.1% to 0.2% smaller and decodes them about 1.3x slower, and the archive of a
+    /// safetensors file needs a reader of format version 5.
     pub sign_models: bool,
 }
 
@@ -118,6 +118,7 @@ impl std::fmt::Debug for EncodeOptions<'_> {
             .field("memory", &self.memory)
             .field("base", &self.base.map(Base::name))
             .field("dedup", &self.dedup)
+            .field("sign_models", &self.sign_models)
             .finish()
     }
 }
@@ -412,7 +413,9 @@ fn encode_here<R: Read + Send, W: Write + Send>(
     let (based_tensors, repeated_tensors) = refs.as_ref().map_or((0, 0), References::counts);
     let budget = Budget::new(opts.memory, opts.block_size, 0, refs.is_some())?;
     let mut file_header = FileHeader::new(opts.mode, kind, opts.block_size, prefix, opts.md5, refs);
-    let signs = opts.sign_models && opts.mode == Mode::Best;
+    // Only a safetensors file's tensors have columns to model: any other archive keeps the
+    // lowest version that holds it.
+    let signs = opts.sign_models && opts.mode == Mode::Best && kind == Kind::Safetensors;
     if signs {
         file_header.version = file_header.version.max(SIGNS_VERSION);
     }
