@@ -142,7 +142,8 @@ pub fn entropy(data: &[u8]) {
 
 /// Arbitrary input through encode and decode must come back byte for byte, in both modes, at
 /// several block sizes, plainly or coded against [`base`], with or without sign models (the
-/// first byte picks them; the rest is the input). Returns what went wrong otherwise; the fuzz target and the tests panic with it.
+/// first byte picks them; the rest is the input). Returns what went wrong otherwise; the fuzz
+/// target and the tests panic with it.
 pub fn roundtrip(data: &[u8]) -> Result<(), String> {
     let Some((&sel, input)) = data.split_first() else {
         return Ok(());
