@@ -37,12 +37,15 @@ for m in fast best; do
       testdata/tiny-tune.safetensors -o "$seeds/tiny-tune.$m.$b.sc"
   done
 done
+# With BEST's sign models (-9): a ctxsigns/signs block.
+"$sc" encode -q -f -9 -b 12290 testdata/tensors.safetensors -o "$seeds/tensors.signs.12290.sc"
 mkdir -p fuzz/corpus/container fuzz/corpus/roundtrip fuzz/corpus/entropy
 cp "$seeds"/*.sc fuzz/corpus/container/
 printf '\000' | cat - testdata/tiny.safetensors > fuzz/corpus/roundtrip/tiny-fast
 printf '\001' | cat - testdata/tiny.safetensors > fuzz/corpus/roundtrip/tiny-best
 printf '\010' | cat - testdata/tiny-tune.safetensors > fuzz/corpus/roundtrip/tune-fast
 printf '\011' | cat - testdata/tiny-tune.safetensors > fuzz/corpus/roundtrip/tune-best
+printf '\025' | cat - testdata/tensors.safetensors > fuzz/corpus/roundtrip/tensors-best-signs
 head -c 3000 testdata/sample.safetensors > fuzz/corpus/roundtrip/sample-head
 for t in container entropy roundtrip; do
   cp fuzz/regressions/$t/* fuzz/corpus/$t/ 2>/dev/null || true

@@ -95,7 +95,8 @@ fn read_archive(data: &[u8]) {
 }
 
 /// Arbitrary bytes into each entropy decoder: the first byte picks the decoder, the next two
-/// the output length; the rest is the payload. Any result but a panic is acceptable.
+/// the output length; the rest is the payload (for the sign models, its first two bytes say
+/// where it splits into the two planes' payloads). Any result but a panic is acceptable.
 pub fn entropy(data: &[u8]) {
     if data.len() < 3 {
         return;
@@ -108,7 +109,7 @@ pub fn entropy(data: &[u8]) {
     // The raw6 payload's length follows from n; the rest is the joint payload.
     let (head, raw) = payload.split_at(payload.len() - raw6::len(n).min(payload.len()));
     let base: Vec<u8> = (0..2 * n).map(|i| (i * 37 % 251) as u8).collect();
-    let _ = match data[0] % 11 {
+    let _ = match data[0] % 12 {
         0 => huffman::decode(payload, &mut out),
         1 => range::decode(payload, &mut out),
         2 => adaptive::decode(payload, &mut out),
@@ -122,6 +123,16 @@ pub fn entropy(data: &[u8]) {
         7 => huffjoint::decode(head, raw, &mut Vec::new(), &mut vec![0u8; 2 * n]),
         8 => sparse::decode(payload, &mut out),
         9 => ctxjoint::decode::<{ ctxjoint::PARTS }>(head, raw, &mut out, &mut other),
+        11 => {
+            // The signs payload's length does not follow from n: the first two bytes give the
+            // ctxsigns payload's length, the signs payload follows it.
+            let (len, rest) = match payload {
+                [a, b, rest @ ..] => (u16::from_le_bytes([*a, *b]) as usize, rest),
+                _ => (0, payload),
+            };
+            let (signed, signs) = rest.split_at(len.min(rest.len()));
+            ctxjoint::decode::<{ ctxjoint::SIGNED }>(signed, signs, &mut out, &mut other)
+        }
         _ => {
             let high: Vec<u8> = (0..n).map(|i| (i % 61 == 0) as u8).collect();
             basectx::decode(payload, &high, &base, &mut out)
@@ -130,8 +141,9 @@ pub fn entropy(data: &[u8]) {
 }
 
 /// Arbitrary input through encode and decode must come back byte for byte, in both modes, at
-/// several block sizes, plainly or coded against [`base`] (the first byte picks them; the rest
-/// is the input). Returns what went wrong otherwise; the fuzz target and the tests panic with it.
+/// several block sizes, plainly or coded against [`base`], with or without sign models (the
+/// first byte picks them; the rest is the input). Returns what went wrong otherwise; the fuzz
+/// target and the tests panic with it.
 pub fn roundtrip(data: &[u8]) -> Result<(), String> {
     let Some((&sel, input)) = data.split_first() else {
         return Ok(());
@@ -142,6 +154,7 @@ pub fn roundtrip(data: &[u8]) -> Result<(), String> {
     let opts = EncodeOptions {
         block_size,
         base,
+        sign_models: sel & 16 != 0,
         ..EncodeOptions::new(mode)
     };
     let archive = crate::encode_to_vec(input, &opts).map_err(|e| format!("encode failed: {e}"))?;

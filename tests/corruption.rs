@@ -110,15 +110,23 @@ struct Fixture {
 
 impl Fixture {
     fn new(name: &str, original: Vec<u8>, mode: Mode, block_size: u32) -> Fixture {
-        let mut archive = Vec::new();
         let opts = EncodeOptions {
             block_size,
-            input_len: Some(original.len() as u64),
             ..EncodeOptions::new(mode)
+        };
+        Fixture::with_options(name, original, opts)
+    }
+
+    /// The fixture of `original` coded with `opts` (its input length set).
+    fn with_options(name: &str, original: Vec<u8>, opts: EncodeOptions) -> Fixture {
+        let mut archive = Vec::new();
+        let opts = EncodeOptions {
+            input_len: Some(original.len() as u64),
+            ..opts
         };
         let report = encode(&original[..], &mut archive, &opts).expect("encode");
         assert_eq!(report.archive_len, archive.len() as u64);
-        Fixture::from_archive(name, original, archive, mode, block_size)
+        Fixture::from_archive(name, original, archive, opts.mode, opts.block_size)
     }
 
     /// The fixture of an archive made elsewhere (`archive` must decode to `original`).
@@ -196,8 +204,8 @@ impl Fixture {
     }
 
     /// Whether `pos` lies in the payload of an entropy-coded plane (huffman, range, adaptive,
-    /// context, joint, ctxjoint, ctxtensors, huffjoint, sparse), where flush and padding bits
-    /// may not matter.
+    /// context, joint, ctxjoint, ctxtensors, ctxsigns, signs, huffjoint, sparse), where flush
+    /// and padding bits may not matter.
     fn in_entropy_payload(&self, pos: usize) -> bool {
         self.blocks.iter().any(|b| {
             b.planes.iter().any(|&(c, start, len)| {
@@ -210,6 +218,8 @@ impl Fixture {
                         | Codec::Joint
                         | Codec::CtxJoint
                         | Codec::CtxTensors
+                        | Codec::CtxSigns
+                        | Codec::Signs
                         | Codec::HuffJoint
                         | Codec::Sparse
                 ) && pos >= start
@@ -990,6 +1000,119 @@ fn synthetic_tensors_best_every_byte() {
     let mut t = exhaustive(&fx);
     truncation_cases(&mut t, &fx);
     t.finish(&fx.name.clone());
+}
+
+/// Three BF16 matrices whose columns lean to one sign, each column its own way, as trained
+/// weights' columns often do: more elements than BEST tries the joint codec on (which has no
+/// sign models), as in [`synthetic_tensors_best_every_byte`].
+fn leaning_tensors() -> Vec<u8> {
+    let mut rng = Rng(0x6A09_E667_F3BC_C908);
+    let mut matrix = |rows: u64, columns: u64| -> (Vec<u64>, Vec<u8>) {
+        // Each column's chance of a negative weight, in 1/256.
+        let lean: Vec<u64> = (0..columns)
+            .map(|_| [20, 60, 196, 236][rng.next() as usize % 4])
+            .collect();
+        let mut data = Vec::new();
+        for i in 0..rows * columns {
+            let [lo, hi] = rng.weight_bf16();
+            let negative = rng.next() % 256 < lean[(i % columns) as usize];
+            data.extend([lo, hi & 0x7F | (negative as u8) << 7]);
+        }
+        (vec![rows, columns], data)
+    };
+    let (a, b, c) = (matrix(100, 60), matrix(60, 100), matrix(50, 100));
+    safetensors(&[
+        ("a", "BF16", a.0, a.1),
+        ("b", "BF16", b.0, b.1),
+        ("c", "BF16", c.0, c.1),
+    ])
+}
+
+/// The format version in an archive's file header.
+fn version_of(archive: &[u8]) -> u16 {
+    u16::from_le_bytes([archive[4], archive[5]])
+}
+
+/// The leaning matrices coded with sign models: a format version 5 archive with a
+/// ctxsigns/signs block, which every reader decodes byte for byte, and in which every byte
+/// matters.
+#[test]
+fn synthetic_signed_tensors_best_every_byte() {
+    let opts = EncodeOptions {
+        block_size: 64 << 10,
+        sign_models: true,
+        ..EncodeOptions::new(Mode::Best)
+    };
+    let fx = Fixture::with_options("synthetic signed tensors BEST", leaning_tensors(), opts);
+    assert_eq!(version_of(&fx.archive), sc::container::SIGNS_VERSION);
+    assert_eq!(fx.blocks.len(), 1);
+    let codecs: Vec<Codec> = fx.blocks[0].planes.iter().map(|p| p.0).collect();
+    assert_eq!(codecs, [Codec::CtxSigns, Codec::Signs]);
+    // Every reader: in place, into a vector, and each tensor and the whole file by random
+    // access (the fixture decoded it from a reader, with and without its length).
+    assert!(run_decode_slice(&fx.archive).unwrap().unwrap() == fx.original);
+    let back = sc::decode_to_vec(&fx.archive, &DecodeOptions::default()).unwrap();
+    assert!(back == fx.original);
+    let mut a = sc::Archive::open(Cursor::new(&fx.archive)).unwrap();
+    let data_start = fx.original.len() - a.tensors().iter().map(|t| t.len()).sum::<u64>() as usize;
+    for t in a.tensors().to_vec() {
+        let range = data_start + t.begin as usize..data_start + t.end as usize;
+        assert!(
+            a.read_tensor(&t.name).unwrap() == fx.original[range],
+            "{}",
+            t.name
+        );
+    }
+    let mut whole = vec![0; fx.original.len()];
+    a.read_range_into(0..whole.len() as u64, &mut whole)
+        .unwrap();
+    assert!(whole == fx.original);
+    let mut t = exhaustive(&fx);
+    truncation_cases(&mut t, &fx);
+    t.finish(&fx.name.clone());
+}
+
+/// Sign models are BEST's and asked for, and for tensors: without them BEST writes format
+/// version 4 and no ctxsigns block; FAST, and BEST on a file that is not safetensors, write the
+/// same archive with or without them.
+#[test]
+fn sign_models_only_where_asked_for() {
+    let file = leaning_tensors();
+    let coded = |mode, sign_models| {
+        let opts = EncodeOptions {
+            block_size: 64 << 10,
+            sign_models,
+            ..EncodeOptions::new(mode)
+        };
+        sc::encode_to_vec(&file, &opts).unwrap()
+    };
+    let plain = Fixture::from_archive(
+        "BEST",
+        file.clone(),
+        coded(Mode::Best, false),
+        Mode::Best,
+        64 << 10,
+    );
+    assert_eq!(version_of(&plain.archive), 4);
+    let codecs: Vec<Codec> = plain.blocks[0].planes.iter().map(|p| p.0).collect();
+    assert_eq!(codecs, [Codec::CtxTensors, Codec::Raw6]);
+    let fast = coded(Mode::Fast, false);
+    assert!(fast == coded(Mode::Fast, true));
+    assert!(version_of(&fast) < sc::container::SIGNS_VERSION);
+    // A file that is not safetensors has no tensor columns to model: its archive is the same
+    // with sign models, of the lowest version that holds it.
+    let generic = synthetic_generic();
+    let best = |sign_models| {
+        let opts = EncodeOptions {
+            block_size: 4096,
+            sign_models,
+            ..EncodeOptions::new(Mode::Best)
+        };
+        sc::encode_to_vec(&generic, &opts).unwrap()
+    };
+    let plain = best(false);
+    assert!(version_of(&plain) < 4);
+    assert!(best(true) == plain);
 }
 
 #[test]

@@ -83,11 +83,19 @@ fn encode_with(
     mode: Mode,
     block_size: u32,
 ) -> (Vec<u8>, EncodeReport) {
-    let mut archive = Vec::new();
     let opts = EncodeOptions {
         block_size,
-        input_len: len,
         ..EncodeOptions::new(mode)
+    };
+    encode_opts(input, len, &opts)
+}
+
+/// Encodes `input` with `opts` and the input length `len`.
+fn encode_opts(input: &[u8], len: Option<u64>, opts: &EncodeOptions) -> (Vec<u8>, EncodeReport) {
+    let mut archive = Vec::new();
+    let opts = EncodeOptions {
+        input_len: len,
+        ..*opts
     };
     let report = encode(input, &mut archive, &opts).expect("encode");
     (archive, report)
@@ -121,8 +129,22 @@ fn default_md5(mode: Mode, input: &[u8]) -> Option<[u8; 16]> {
 
 /// Encodes `input` (length known), checks the report and the round trip; returns the archive.
 fn roundtrip(input: &[u8], mode: Mode, block_size: u32) -> (Vec<u8>, EncodeReport) {
-    let what = format!("{mode:?}, block {block_size}, {} bytes", input.len());
-    let (archive, report) = encode_with(input, Some(input.len() as u64), mode, block_size);
+    let opts = EncodeOptions {
+        block_size,
+        ..EncodeOptions::new(mode)
+    };
+    roundtrip_opts(input, &opts)
+}
+
+/// [`roundtrip`] with the settings `opts`.
+fn roundtrip_opts(input: &[u8], opts: &EncodeOptions) -> (Vec<u8>, EncodeReport) {
+    let (mode, block_size) = (opts.mode, opts.block_size);
+    let what = format!(
+        "{mode:?}{}, block {block_size}, {} bytes",
+        if opts.sign_models { " signs" } else { "" },
+        input.len()
+    );
+    let (archive, report) = encode_opts(input, Some(input.len() as u64), opts);
     assert_eq!(report.original_len, input.len() as u64, "{what}");
     assert_eq!(report.archive_len, archive.len() as u64, "{what}");
     assert_eq!(
@@ -134,12 +156,19 @@ fn roundtrip(input: &[u8], mode: Mode, block_size: u32) -> (Vec<u8>, EncodeRepor
     // BEST records the MD5 by default, FAST does not.
     assert_eq!(report.md5.is_some(), mode == Mode::Best, "{what}");
     check_decode(&archive, input, report.md5, &what);
-    check_inspect(&archive, input, &report, &what);
+    check_inspect(&archive, input, &report, opts.sign_models, &what);
     (archive, report)
 }
 
-/// `sc::inspect` agrees with the encode report and accounts for every input byte.
-fn check_inspect(archive: &[u8], input: &[u8], report: &EncodeReport, what: &str) {
+/// `sc::inspect` agrees with the encode report and accounts for every input byte; the archive
+/// was coded with sign models if `sign_models`.
+fn check_inspect(
+    archive: &[u8],
+    input: &[u8],
+    report: &EncodeReport,
+    sign_models: bool,
+    what: &str,
+) {
     let info = inspect(&mut io::Cursor::new(archive)).unwrap_or_else(|e| panic!("{what}: {e}"));
     assert_eq!(info.archive_len, archive.len() as u64, "{what}");
     assert_eq!(info.header().kind, report.kind, "{what}");
@@ -171,15 +200,18 @@ fn check_inspect(archive: &[u8], input: &[u8], report: &EncodeReport, what: &str
     assert_eq!(at, input.len() as u64, "{what}");
     let planes: u64 = info.codecs.values().map(|c| c.original).sum();
     assert_eq!(planes, (input.len() - prefix) as u64, "{what}");
-    check_version(&info, what);
+    check_version(&info, sign_models, what);
 }
 
 /// The archive says the lowest format version that holds it (docs/FORMAT.md, Versioning), and
-/// uses nothing newer.
-fn check_version(info: &sc::ArchiveInfo, what: &str) {
+/// uses nothing newer; `sign_models`: it was coded with sign models.
+fn check_version(info: &sc::ArchiveInfo, sign_models: bool, what: &str) {
     let h = info.header();
     let want = if h.mode == Mode::Best && h.kind == Kind::Safetensors {
-        4
+        match sign_models {
+            true => sc::container::SIGNS_VERSION,
+            false => 4,
+        }
     } else if h.packed.is_some() {
         3
     } else if h.refs.is_some() || h.mode == Mode::Best {
@@ -202,6 +234,14 @@ fn check_version(info: &sc::ArchiveInfo, what: &str) {
     );
     assert!(
         h.version >= 4 || !info.codecs.contains_key("ctxtensors"),
+        "{what}: {:?}",
+        info.codecs.keys()
+    );
+    assert!(
+        h.version >= 5
+            || !["ctxsigns", "signs"]
+                .iter()
+                .any(|c| info.codecs.contains_key(c)),
         "{what}: {:?}",
         info.codecs.keys()
     );
@@ -312,15 +352,24 @@ fn sample_excerpt_all_block_sizes() {
 }
 
 /// Every power-of-two block size from 4 KiB to 64 MiB, on tensors of one, two and three
-/// dimensions that blocks cut at every kind of row position, and the excerpt of real weights.
+/// dimensions that blocks cut at every kind of row position, and the excerpt of real weights;
+/// BEST also with sign models (the widest matrix's columns lean to a sign, as trained weights'
+/// often do).
 #[test]
 fn every_block_size_from_4k_to_64m() {
     let mut rng = Rng(41);
-    let (a, b, c) = (
+    let (mut a, b, c) = (
         rng.bf16_matrix(700, 384),
         rng.bf16_matrix(96, 31),
         rng.bf16_matrix(3, 1000),
     );
+    // Each column's chance of a negative weight, in 1/8.
+    let lean: Vec<u64> = (0..384)
+        .map(|_| [1, 2, 6, 7][rng.next() as usize % 4])
+        .collect();
+    for (i, w) in a.chunks_mut(2).enumerate() {
+        w[1] = w[1] & 0x7F | ((rng.next() % 8 < lean[i % 384]) as u8) << 7;
+    }
     let f32s: Vec<u8> = rng
         .bf16_matrix(300, 77)
         .chunks(2)
@@ -335,20 +384,30 @@ fn every_block_size_from_4k_to_64m() {
     ]);
     let sample = std::fs::read(crate_path("testdata/sample.safetensors")).expect("testdata");
     for input in [&synthetic, &sample] {
-        // BEST codes a block of one tensor with ctxjoint, of several with ctxtensors.
-        let mut seen = [false; 2];
+        // BEST codes a block of one tensor with ctxjoint, of several with ctxtensors, and with
+        // sign models ctxsigns where the signs pay.
+        let mut seen = [false; 3];
         for shift in 12..=26 {
-            for mode in MODES {
-                let (archive, _) = roundtrip(input, mode, 1 << shift);
+            for (mode, sign_models) in
+                [(Mode::Fast, false), (Mode::Best, false), (Mode::Best, true)]
+            {
+                let opts = EncodeOptions {
+                    block_size: 1 << shift,
+                    sign_models,
+                    ..EncodeOptions::new(mode)
+                };
+                let (archive, _) = roundtrip_opts(input, &opts);
                 if mode == Mode::Best {
                     let info = inspect(&mut io::Cursor::new(&archive)).expect("inspect");
-                    let has = ["ctxjoint", "ctxtensors"].map(|c| info.codecs.contains_key(c));
-                    assert!(has[0] || has[1], "block {}", 1 << shift);
-                    seen = [seen[0] || has[0], seen[1] || has[1]];
+                    let has =
+                        ["ctxjoint", "ctxtensors", "ctxsigns"].map(|c| info.codecs.contains_key(c));
+                    assert!(has.iter().any(|&h| h), "block {}", 1 << shift);
+                    assert!(sign_models || !has[2], "block {}", 1 << shift);
+                    seen = std::array::from_fn(|k| seen[k] || has[k]);
                 }
             }
         }
-        assert_eq!(seen, [true, true]);
+        assert_eq!(seen, [true, true, true]);
     }
 }
 

@@ -1163,7 +1163,7 @@ impl<'a> State<'a> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     /// Weights-like planes: rows with scales of their own, columns with scales of their own.
@@ -1248,17 +1248,30 @@ mod tests {
 
     /// Codes `e`/`m` in `parts` and decodes them both ways; returns the payload's length.
     fn roundtrip_parts(e: &[u8], m: &[u8], parts: &[Part]) -> usize {
+        roundtrip_coded(e, m, parts, false).0
+    }
+
+    /// Codes `e`/`m` in `parts`, as `ctxsigns`/`signs` when `signed` (through
+    /// [`into_signed`]), and decodes them both ways; returns the lengths of the two payloads.
+    pub(in crate::codec) fn roundtrip_coded(
+        e: &[u8],
+        m: &[u8],
+        parts: &[Part],
+        signed: bool,
+    ) -> (usize, usize) {
         let mut p = Vec::new();
-        let codec = encode_parts(e, m, parts, &mut p).expect("parts fit");
+        let mut codec = encode_parts(e, m, parts, &mut p).expect("parts fit");
         assert_eq!(codec == Codec::CtxTensors, parts.len() > 1);
         let mut r = Vec::new();
-        raw6::encode(m, &mut r);
+        if signed {
+            assert!(into_signed(codec, parts, &mut p));
+            assert!(signs::encode(m, parts, &mut r));
+            codec = Codec::CtxSigns;
+        } else {
+            raw6::encode(m, &mut r);
+        }
         let (mut de, mut dm) = (vec![0xAA; e.len()], vec![0x55; e.len()]);
-        let pair = TENSORS_SPEC.decode;
-        let Decode::PairOrWords { pair, words } = (match codec {
-            Codec::CtxJoint => SPEC.decode,
-            _ => pair,
-        }) else {
+        let Decode::PairOrWords { pair, words } = codec.spec().decode else {
             unreachable!("ctxjoint decodes pairs or words")
         };
         pair(&p, &r, &mut de, &mut dm).unwrap();
@@ -1275,7 +1288,7 @@ mod tests {
             })
             .collect();
         assert!(out == want);
-        p.len()
+        (p.len(), r.len())
     }
 
     #[test]
@@ -1360,44 +1373,70 @@ mod tests {
         raw6::encode(&m, &mut r);
         let (mut de, mut dm) = (vec![0; 3000], vec![0; 3000]);
         decode::<PARTS>(&p, &r, &mut de, &mut dm).unwrap();
+        // A ctxtensors payload is its ctxsigns payload; the part table checks are the same.
+        assert!(into_signed(Codec::CtxTensors, &parts, &mut p.clone()));
+        let mut s = Vec::new();
+        assert!(signs::encode(&m, &parts, &mut s));
+        let layouts: [(super::super::PairFn, &[u8]); 2] =
+            [(decode::<PARTS>, &r), (decode::<SIGNED>, &s)];
         // The part table follows the alphabet and the context base.
         let at = Alphabet::read(&p).unwrap().1.as_ptr() as usize - p.as_ptr() as usize + 2;
         let field = |k: usize| at + 4 + 4 * k;
-        for (offset, bad) in [
-            (at, 0u32),
-            (at, 1),
-            (at, 4),
-            (at, u32::MAX),
-            (field(0), 999),
-            (field(0), 0),
-            (field(6), 801),
-            (field(1), 0),
-            (field(2), 50),
-            (field(4), MAX_ROW + 1),
-            (field(4), 1204),
-        ] {
-            let mut q = p.clone();
-            q[offset..offset + 4].copy_from_slice(&bad.to_le_bytes());
-            assert!(
-                decode::<PARTS>(&q, &r, &mut de, &mut dm).is_err(),
-                "{offset} {bad}"
-            );
+        for (decode, r) in layouts {
+            decode(&p, r, &mut de, &mut dm).unwrap();
+            for (offset, bad) in [
+                (at, 0u32),
+                (at, 1),
+                (at, 4),
+                (at, u32::MAX),
+                (field(0), 999),
+                (field(0), 0),
+                (field(6), 801),
+                (field(1), 0),
+                (field(2), 50),
+                (field(4), MAX_ROW + 1),
+                (field(4), 1204),
+            ] {
+                let mut q = p.clone();
+                q[offset..offset + 4].copy_from_slice(&bad.to_le_bytes());
+                assert!(decode(&q, r, &mut de, &mut dm).is_err(), "{offset} {bad}");
+            }
+            for cut in [at - 1, at + 3, field(8), field(9) - 1] {
+                assert!(decode(&p[..cut], r, &mut de, &mut dm).is_err(), "{cut}");
+            }
+            for k in 0..p.len() {
+                let mut q = p.clone();
+                q[k] ^= 0x5A;
+                let _ = decode(&q, r, &mut de, &mut dm);
+            }
         }
-        for cut in [at - 1, at + 3, field(8), field(9) - 1] {
-            assert!(
-                decode::<PARTS>(&p[..cut], &r, &mut de, &mut dm).is_err(),
-                "{cut}"
-            );
-        }
-        // A ctxjoint payload is not a ctxtensors one, nor the other way round.
+        // A ctxjoint payload is not a ctxtensors or ctxsigns one, nor the other way round.
         let mut one = Vec::new();
         assert!(encode(&e, &m, Rows::at(50, 0), &mut one));
         assert!(decode::<PARTS>(&one, &r, &mut de, &mut dm).is_err());
+        assert!(decode::<SIGNED>(&one, &s, &mut de, &mut dm).is_err());
         assert!(decode::<ROWS>(&p, &r, &mut de, &mut dm).is_err());
-        for k in 0..p.len() {
+        // One part is a ctxsigns table (not a ctxtensors one), which must cover the plane.
+        let whole = [part(3000, 50)];
+        assert!(into_signed(Codec::CtxJoint, &whole, &mut one));
+        let mut s = Vec::new();
+        assert!(signs::encode(&m, &whole, &mut s));
+        decode::<SIGNED>(&one, &s, &mut de, &mut dm).unwrap();
+        assert_eq!((de.as_slice(), dm.as_slice()), (&e[..], &m[..]));
+        assert!(decode::<PARTS>(&one, &r, &mut de, &mut dm).is_err());
+        for (offset, bad) in [(at, 0u32), (at, 2), (field(0), 2996), (field(2), 50)] {
+            let mut q = one.clone();
+            q[offset..offset + 4].copy_from_slice(&bad.to_le_bytes());
+            assert!(
+                decode::<SIGNED>(&q, &s, &mut de, &mut dm).is_err(),
+                "{offset} {bad}"
+            );
+        }
+        // Neither a joint payload nor plane 1 becomes a ctxsigns payload.
+        for codec in [Codec::Joint, Codec::Raw6] {
             let mut q = p.clone();
-            q[k] ^= 0x5A;
-            let _ = decode::<PARTS>(&q, &r, &mut de, &mut dm);
+            assert!(!into_signed(codec, &parts, &mut q));
+            assert_eq!(q, p);
         }
     }
 

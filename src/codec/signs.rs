@@ -254,3 +254,205 @@ pub(crate) fn decode_raw6(payload: &[u8], parts: &[Part], n: usize) -> Result<Ve
     }
     dec.finish(n)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::ctxjoint::tests::roundtrip_coded;
+    use super::super::ctxjoint::{self, MAX_ROW};
+    use super::*;
+
+    /// Planes in `parts` that look like weights: exponents around 120, random mantissa bits,
+    /// and each column's sign set with a probability of its own, drawn from `leans`.
+    fn planes(parts: &[Part], leans: &[u32], seed: u32) -> (Vec<u8>, Vec<u8>) {
+        let mut x = seed | 1;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x
+        };
+        let (mut e, mut m) = (Vec::new(), Vec::new());
+        for part in parts {
+            // Each column's chance of a set sign, in 1/256.
+            let lean: Vec<u32> = (0..part.rows.len)
+                .map(|_| leans[rnd() as usize % leans.len()])
+                .collect();
+            for i in 0..part.len {
+                let column = (part.rows.phase as usize + i) % part.rows.len as usize;
+                let sign = ((rnd() & 0xFF) < lean[column]) as u8;
+                e.push(120 - (rnd() % 8).min(rnd() % 8) as u8);
+                m.push(sign << 7 | (rnd() as u8 & 0x7F));
+            }
+        }
+        (e, m)
+    }
+
+    /// Columns that lean to one sign or the other, some of them strongly.
+    const LEANING: [u32; 4] = [13, 51, 205, 243];
+    /// Columns of fair coins.
+    const FAIR: [u32; 1] = [128];
+
+    fn part(len: usize, row: u64, first: i64) -> Part {
+        Part {
+            len,
+            rows: Rows::at(row, first),
+        }
+    }
+
+    /// Three tensors' parts: whole rows, a part that starts mid-row, an odd-length last part.
+    fn three_parts() -> [Part; 3] {
+        [part(6000, 60, 0), part(4000, 40, -7), part(2001, 23, 0)]
+    }
+
+    #[test]
+    fn roundtrips_in_any_parts() {
+        let layouts: Vec<Vec<Part>> = vec![
+            three_parts().to_vec(),
+            vec![part(1001, 1, 0)],
+            vec![part(3, 2, 1)],
+            vec![part(5000, MAX_ROW as u64, -1)],
+            vec![part(4000, 50, 0), part(70_001, MAX_ROW as u64, -3)],
+            vec![part(8, 5, 2), part(12, 12, 0), part(9, 1, 0)],
+        ];
+        for (k, parts) in layouts.iter().enumerate() {
+            for leans in [&LEANING[..], &FAIR] {
+                let (e, m) = planes(parts, leans, k as u32 + 1);
+                let (signed, signs) = roundtrip_coded(&e, &m, parts, true);
+                let (plain, raw) = roundtrip_coded(&e, &m, parts, false);
+                assert_eq!(raw, raw6::len(e.len()));
+                // A ctxjoint payload's layout (row length, first column, context base) becomes
+                // the context base, the part count and one part.
+                let gained = match parts.len() {
+                    1 => 2 + 4 + 12 - 10,
+                    _ => 0,
+                };
+                assert_eq!(signed, plain + gained, "{parts:?}");
+                assert!(signs >= fields_len(e.len()) + MIN_STREAMS);
+            }
+        }
+    }
+
+    /// The signs payload and the raw6 one of planes in `parts` whose columns lean as `leans`.
+    fn sizes(parts: &[Part], leans: &[u32]) -> (usize, usize) {
+        let (e, m) = planes(parts, leans, 7);
+        let mut out = Vec::new();
+        assert!(encode(&m, parts, &mut out));
+        assert_eq!(decode_raw6(&out, parts, m.len()).unwrap(), {
+            let mut raw = Vec::new();
+            raw6::encode(&m, &mut raw);
+            raw
+        });
+        (out.len(), raw6::len(e.len()))
+    }
+
+    #[test]
+    fn leaning_columns_pay_and_fair_coins_cost_little() {
+        // 400 rows of 500 columns, and the three tensors.
+        for parts in [vec![part(200_000, 500, 0)], three_parts().to_vec()] {
+            let (signs, raw) = sizes(&parts, &LEANING);
+            // The leans' entropy is half a bit a sign; the models must save 3/8 of a bit.
+            let n = raw * 8 / 6;
+            eprintln!("leaning: {signs} vs raw6 {raw}");
+            assert!(
+                signs + n * 3 / 8 / 8 < raw,
+                "leaning: {signs} vs raw6 {raw}"
+            );
+            let (signs, raw) = sizes(&parts, &FAIR);
+            eprintln!("fair: {signs} vs raw6 {raw}");
+            assert!(
+                signs <= raw + raw / 500 + MIN_STREAMS,
+                "fair: {signs} vs raw6 {raw}"
+            );
+        }
+    }
+
+    #[test]
+    fn parts_that_do_not_fit_are_refused() {
+        let m = vec![0x80u8; 100];
+        for parts in [
+            vec![],
+            vec![part(99, 10, 0)],
+            vec![part(50, 10, 0), part(51, 10, 0)],
+            vec![part(50, 10, 0), part(50, 10, 0)],
+            vec![Part {
+                len: 100,
+                rows: Rows { len: 0, phase: 0 },
+            }],
+        ] {
+            let mut out = vec![1];
+            assert!(!encode(&m, &parts, &mut out), "{parts:?}");
+            assert_eq!(out, [1]);
+        }
+    }
+
+    /// Decodes the `ctxsigns` payload `p` and signs payload `r` both ways; `Ok` with whether
+    /// both gave back `e`/`m`, or the pair decoder's error. Panics only if a decoder does.
+    fn decode_both(p: &[u8], r: &[u8], e: &[u8], m: &[u8]) -> Result<bool, CodecError> {
+        let (mut de, mut dm) = (vec![0; e.len()], vec![0; e.len()]);
+        let pair = ctxjoint::decode::<{ ctxjoint::SIGNED }>(p, r, &mut de, &mut dm);
+        let mut out = vec![0; 2 * e.len()];
+        let words = ctxjoint::decode_words::<{ ctxjoint::SIGNED }>(p, r, &mut Vec::new(), &mut out);
+        assert_eq!(pair.is_ok(), words.is_ok());
+        pair.map(|()| de == e && dm == m)
+    }
+
+    #[test]
+    fn corrupt_signs_payloads_are_errors_or_wrong_data() {
+        let parts = three_parts();
+        let (e, m) = planes(&parts, &LEANING, 3);
+        let mut p = Vec::new();
+        let codec = ctxjoint::encode_parts(&e, &m, &parts, &mut p).unwrap();
+        assert!(ctxjoint::into_signed(codec, &parts, &mut p));
+        let mut r = Vec::new();
+        assert!(encode(&m, &parts, &mut r));
+        assert_eq!(decode_both(&p, &r, &e, &m), Ok(true));
+        let fields = r.len() - fields_len(m.len());
+        // Every byte flipped (a bit that codes): the packed bits come back wrong; a stream
+        // gives an error or wrong signs but where a flush's slack goes unread.
+        let mut unchanged = 0;
+        for k in 0..r.len() {
+            let mut q = r.clone();
+            q[k] ^= 1 << (k % 5);
+            let decoded = decode_both(&p, &q, &e, &m);
+            match k < fields {
+                true => unchanged += (decoded == Ok(true)) as usize,
+                false => assert_eq!(decoded, Ok(false), "field byte {k}"),
+            }
+        }
+        assert!(unchanged <= 8, "{unchanged} stream bytes unread");
+        // Truncated or extended, a stream ends in the wrong place.
+        for cut in (0..r.len()).step_by(7).chain([r.len() - 1]) {
+            assert!(decode_both(&p, &r[..cut], &e, &m).is_err(), "cut {cut}");
+        }
+        let mut longer = r.clone();
+        longer.push(0);
+        assert!(decode_both(&p, &longer, &e, &m).is_err());
+        // 12001 elements leave 3 bits of the last byte unused.
+        assert_eq!(fields_len(m.len()) * 8 - 5 * m.len(), 3);
+        for bit in 5..8 {
+            let mut q = r.clone();
+            *q.last_mut().unwrap() |= 1 << bit;
+            assert_eq!(
+                decode_both(&p, &q, &e, &m),
+                Err(CodecError("signs payload has padding bits set"))
+            );
+        }
+        // The first stream's length, wrong.
+        let first = u32::from_le_bytes(r[..4].try_into().unwrap());
+        for bad in [0, 1, first - 1, first + 1, fields as u32, u32::MAX] {
+            let mut q = r.clone();
+            q[..4].copy_from_slice(&bad.to_le_bytes());
+            assert!(decode_both(&p, &q, &e, &m).is_err(), "first stream {bad}");
+        }
+        // The signs of other planes, or in other parts (a part's first column only renames
+        // its columns: the row length matters).
+        let (_, other) = planes(&parts, &LEANING, 4);
+        let mut q = Vec::new();
+        assert!(encode(&other, &parts, &mut q));
+        assert_ne!(decode_both(&p, &q, &e, &m), Ok(true));
+        let moved = [part(6000, 60, 0), part(4000, 41, -7), part(2001, 23, 0)];
+        let mut q = Vec::new();
+        assert!(encode(&m, &moved, &mut q));
+        assert_ne!(decode_both(&p, &q, &e, &m), Ok(true));
+    }
+}

@@ -118,6 +118,7 @@ impl std::fmt::Debug for EncodeOptions<'_> {
             .field("memory", &self.memory)
             .field("base", &self.base.map(Base::name))
             .field("dedup", &self.dedup)
+            .field("sign_models", &self.sign_models)
             .finish()
     }
 }
@@ -412,8 +413,10 @@ fn encode_here<R: Read + Send, W: Write + Send>(
     let (based_tensors, repeated_tensors) = refs.as_ref().map_or((0, 0), References::counts);
     let budget = Budget::new(opts.memory, opts.block_size, 0, refs.is_some())?;
     let mut file_header = FileHeader::new(opts.mode, kind, opts.block_size, prefix, opts.md5, refs);
-    let signs = opts.sign_models && opts.mode == Mode::Best;
-    if signs && kind == Kind::Safetensors {
+    // Only a safetensors file's tensors have columns to model: any other archive keeps the
+    // lowest version that holds it.
+    let signs = opts.sign_models && opts.mode == Mode::Best && kind == Kind::Safetensors;
+    if signs {
         file_header.version = file_header.version.max(SIGNS_VERSION);
     }
     file_header.write(&mut output)?;
