@@ -1165,6 +1165,7 @@ impl<'a> State<'a> {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
+    use crate::codec::signs;
 
     /// Weights-like planes: rows with scales of their own, columns with scales of their own.
     fn planes(n: usize, row: usize, seed: u32) -> (Vec<u8>, Vec<u8>) {
