@@ -4,7 +4,7 @@
 use super::read_file_header;
 use crate::choice::ctx_parts;
 use crate::codec::ctxjoint::{self, Part, Rows, Variant};
-use crate::codec::{adaptive, context, huffjoint, huffman, joint, range, raw6};
+use crate::codec::{adaptive, context, huffjoint, huffman, joint, range, raw6, signs};
 use crate::error::{Error, Result};
 use crate::pipeline::encode::EncodeOptions;
 use crate::pipeline::plan::{Planner, TensorRows};
@@ -70,6 +70,10 @@ const VARIANTS: [&str; 16] = [
 /// ([`ctx_tensors_size`]).
 const CTX_TENSORS: &str =
     "ctxtensors: blocks of several tensors as BEST plans them, each tensor in its rows, models shared (sc best)";
+
+/// That with each tensor column's signs modelled where it pays ([`ctx_tensors_size`]).
+const CTX_SIGNS: &str =
+    "ctxsigns: ctxtensors, and the signs modelled per column of each tensor (sc -9)";
 
 /// Coded size of a plane as the pipeline would store it (const, coded, or raw if smaller).
 fn stored(plane: &[u8], coded: usize) -> usize {
@@ -178,8 +182,8 @@ fn variant_sizes(raw: &[u8], rows: [Rows; 2]) -> [usize; 16] {
 /// Bytes of the file's 16-bit float data as BEST codes it: blocks of `block_size` planned as
 /// BEST plans them, several tensors to a block, each block's planes cut into parts that lie in
 /// their tensors' rows and coded with `ctxtensors` (models shared across the parts), plus the
-/// `raw6` plane. Returns those bytes, the values they hold and the blocks. Reads one block at a
-/// time.
+/// `raw6` plane; and those bytes with plane 1 coded as `signs` where that is smaller (sc -9).
+/// Returns both sizes, the values they hold and the blocks. Reads one block at a time.
 ///
 /// Only the blocks planned as [`Transform::Exp16`] are coded, and they hold exactly the BF16
 /// and F16 tensors' bytes that [`compare_models`] measures apart: the planner gives `Exp16`
@@ -190,7 +194,7 @@ fn ctx_tensors_size<R: Read + Seek>(
     r: &mut R,
     header: &Header,
     block_size: u32,
-) -> Result<(usize, u64, u64)> {
+) -> Result<([usize; 2], u64, u64)> {
     let base = header.prefix_len();
     let end = base + header.tensors.last().map_or(0, |t| t.end);
     let plan = Planner::with_refs(
@@ -200,7 +204,7 @@ fn ctx_tensors_size<R: Read + Seek>(
         &Spans::default(),
         Mode::Best,
     );
-    let (mut bytes, mut values, mut blocks) = (0, 0, 0);
+    let (mut bytes, mut values, mut blocks) = ([0, 0], 0, 0);
     let (mut raw, mut exp, mut scratch) = (Vec::new(), vec![Vec::new(), Vec::new()], Vec::new());
     for spec in plan.take_while(|b| b.offset < end) {
         if spec.transform != Transform::Exp16 {
@@ -211,9 +215,19 @@ fn ctx_tensors_size<R: Read + Seek>(
         read_exact_or(r, &mut raw, "tensor data")?;
         Transform::Exp16.split(&raw, &mut exp);
         let parts = ctx_parts(&spec.rows, [&exp[0], &exp[1]], &mut scratch);
-        let code =
-            |out: &mut Vec<u8>| ctxjoint::encode_parts(&exp[0], &exp[1], &parts, out).is_some();
-        bytes += with_raw6(&exp, code, || joint_size(&exp));
+        let mut coded = false;
+        let code = |out: &mut Vec<u8>| {
+            coded = ctxjoint::encode_parts(&exp[0], &exp[1], &parts, out).is_some();
+            coded
+        };
+        let size = with_raw6(&exp, code, || joint_size(&exp));
+        let mut signs = Vec::new();
+        let saved = match coded && signs::encode(&exp[1], &parts, &mut signs) {
+            true => raw6::len(exp[1].len()).saturating_sub(signs.len()),
+            false => 0,
+        };
+        bytes[0] += size;
+        bytes[1] += size - saved;
         values += spec.len / 2;
         blocks += 1;
     }
@@ -277,7 +291,8 @@ pub fn compare_models<R: Read + Seek>(r: &mut R, block_size: u32) -> Result<Mode
             "the file has no BF16 or F16 tensors to model".into(),
         ));
     }
-    let (ctx_tensors, ctx_values, best_blocks) = ctx_tensors_size(r, &header, block_size)?;
+    let ([ctx_tensors, ctx_signs], ctx_values, best_blocks) =
+        ctx_tensors_size(r, &header, block_size)?;
     // The last row compares like for like only over the same values (ctx_tensors_size says
     // why it does); a plan that mixed other bytes into those blocks would be a planner bug.
     debug_assert_eq!(
@@ -310,6 +325,10 @@ pub fn compare_models<R: Read + Seek>(r: &mut R, block_size: u32) -> Result<Mode
     rows.push(ModelRow {
         name: CTX_TENSORS,
         bytes: ctx_tensors as f64,
+    });
+    rows.push(ModelRow {
+        name: CTX_SIGNS,
+        bytes: ctx_signs as f64,
     });
     Ok(ModelReport {
         values,
@@ -407,7 +426,29 @@ mod tests {
             shared < apart,
             "ctxtensors {shared} vs ctxjoint a block per tensor {apart}"
         );
-        assert_eq!(rep.rows.last().unwrap().name, CTX_TENSORS);
+        assert_eq!(rep.rows[rep.rows.len() - 2].name, CTX_TENSORS);
+        // Signs that are coin flips: modelling them saves nothing.
+        assert!(row(&rep, CTX_SIGNS).bytes >= shared - 16.0);
+    }
+
+    #[test]
+    fn sign_models_pay_on_columns_that_lean() {
+        // Every third column of a 128 x 96 matrix mostly negative.
+        let mut w = weights(128, 96, 5);
+        for (i, v) in w.chunks_exact_mut(2).enumerate() {
+            if i % 96 % 3 == 0 && i % 5 != 0 {
+                v[1] |= 0x80;
+            }
+        }
+        let file = file(&[("w", "BF16", vec![128, 96], w)]);
+        let rep = compare_models(&mut std::io::Cursor::new(file), 64 << 10).unwrap();
+        let (plain, signed) = (row(&rep, CTX_TENSORS).bytes, row(&rep, CTX_SIGNS).bytes);
+        // A third of the signs at about H(0.8) = 0.72 bits instead of 1: 128 x 32 x 0.28
+        // bits, some 140 bytes, less what the models pay to learn.
+        assert!(
+            signed < plain - 80.0,
+            "ctxsigns {signed} vs ctxtensors {plain}"
+        );
     }
 
     #[test]
