@@ -942,8 +942,9 @@ struct State<'a> {
     last: [[u64; QUAD]; 2],
     /// Elements of the current part decoded.
     done: usize,
-    /// The decoder of plane 1's signs, for the [`SIGNED`] layout.
-    signs: Option<SignDecoder<'a>>,
+    /// The decoder of plane 1's signs, for the [`SIGNED`] layout (boxed, which keeps the
+    /// state that the plain layouts' hot loop reads small).
+    signs: Option<Box<SignDecoder<'a>>>,
 }
 
 impl State<'_> {
@@ -1144,7 +1145,7 @@ impl<'a> State<'a> {
             last: [[0; QUAD]; 2],
             done: 0,
             signs: match layout {
-                SIGNED => Some(SignDecoder::open(plane1, len)?),
+                SIGNED => Some(Box::new(SignDecoder::open(plane1, len)?)),
                 _ => None,
             },
         };
