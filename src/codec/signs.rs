@@ -117,7 +117,7 @@ pub fn encode(mans: &[u8], parts: &[Part], out: &mut Vec<u8>) -> bool {
     if !parts_fit(parts, mans.len()) {
         return false;
     }
-    let mut enc = [(); 2].map(|_| Encoder::with_capacity(mans.len() / 16 + 16));
+    let [mut e0, mut e1] = [(); 2].map(|_| Encoder::with_capacity(mans.len() / 16 + 16));
     let mut columns = Columns {
         states: Vec::new(),
         at: 0,
@@ -125,16 +125,18 @@ pub fn encode(mans: &[u8], parts: &[Part], out: &mut Vec<u8>) -> bool {
     let mut k = 0;
     for part in parts {
         columns.start(part.rows);
-        for &m in &mans[k..k + part.len] {
-            let bit = (m >> 7) as u32;
-            columns.next(|p| {
-                enc[k % 2].encode_bit_at(p, bit);
-                bit
-            });
-            k += 1;
+        // Parts start at even elements, so each pair's first sign goes to stream 0.
+        for pair in mans[k..k + part.len].chunks(2) {
+            for (m, e) in pair.iter().zip([&mut e0, &mut e1]) {
+                let bit = (m >> 7) as u32;
+                columns.next(|p| {
+                    e.encode_bit_at(p, bit);
+                    bit
+                });
+            }
         }
+        k += part.len;
     }
-    let [e0, e1] = enc;
     finish_two(out, e0, e1);
     let start = out.len();
     out.reserve(fields_len(mans.len()));
