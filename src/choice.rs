@@ -309,8 +309,8 @@ fn part_rows(
 
 /// BEST: planes 0 and 1 of an exponent-aligned block as a ctxjoint/raw6 pair, or joint/raw6
 /// when the block holds no tensor whose rows it would follow or is small and codes smaller so
-/// (see [`JOINT_TRIAL_MAX`]); with `signs`, a ctxsigns/signs pair where the signs payload is
-/// smaller than raw6. `None`, leaving the buffers to be overwritten, when the pair does not
+/// (see [`JOINT_TRIAL_MAX`]); with `signs`, a ctxsigns/signs pair where that pair is the
+/// smaller. `None`, leaving the buffers to be overwritten, when the pair does not
 /// apply or does not pay (see [`MODEL_SLACK_RATIO`]).
 fn code_joint(
     p: [&[u8]; 2],
@@ -340,8 +340,15 @@ fn code_joint(
         },
     );
     let mut pair = (codec, Codec::Raw6);
-    if let Some(parts) = parts.filter(|_| signed_fits && signed.len() < c1.len()) {
-        if ctxjoint::into_signed(codec, &parts, c0) {
+    if let Some(parts) = parts.filter(|_| signed_fits) {
+        // The signed pair replaces the plain one where it is smaller as a whole (a one-part
+        // payload's table takes 8 bytes more) and fits where the plain one would.
+        let mut head = c0.clone();
+        let smaller = ctxjoint::into_signed(codec, &parts, &mut head)
+            && head.len() + signed.len() < c0.len() + c1.len()
+            && raw6::pair_fits(head.len() as u32, n as u32);
+        if smaller {
+            std::mem::swap(c0, &mut head);
             std::mem::swap(c1, &mut signed);
             pair = (Codec::CtxSigns, Codec::Signs);
         }
@@ -490,6 +497,7 @@ pub fn code(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::codec::Slot;
 
     #[test]
     fn delta_is_chosen_for_sequences_not_for_noise() {
@@ -573,5 +581,56 @@ mod tests {
         }
         // Rows of i.i.d. values give the contexts nothing to learn: joint wins the small ones.
         assert!(chosen.contains(&Codec::Joint), "{chosen:?}");
+    }
+
+    /// With sign models, a block whose columns lean to a sign takes the ctxsigns/signs pair,
+    /// smaller than the plain pair and within the container's placement rules; coin-flip signs
+    /// keep the plain pair.
+    #[test]
+    fn sign_models_take_the_signed_pair_where_it_is_smaller() {
+        let mut rnd = crate::test_rng(0x51_6E5);
+        let n = 40_000;
+        let exps: Vec<u8> = (0..n)
+            .map(|_| 120 - (rnd() % 6).min(rnd() % 6) as u8)
+            .collect();
+        let coin: Vec<u8> = (0..n).map(|_| rnd() as u8).collect();
+        // Every other column of 40 mostly negative.
+        let leaning: Vec<u8> = (0..n)
+            .map(
+                |i: usize| match (i % 40).is_multiple_of(2) && !rnd().is_multiple_of(8) {
+                    true => rnd() as u8 | 0x80,
+                    false => rnd() as u8,
+                },
+            )
+            .collect();
+        let rows = TensorRows {
+            lens: [40, 40],
+            first: 0,
+        };
+        let slot = |plane| Slot {
+            plane,
+            transform: Transform::Exp16,
+            plane_len: n as u32,
+        };
+        for (mans, signed) in [(&leaning, true), (&coin, false)] {
+            let code = |signs| {
+                let (mut c0, mut c1) = (Vec::new(), Vec::new());
+                let pair = code_joint([&exps, mans], &[rows], signs, &mut c0, &mut c1).unwrap();
+                (pair, c0.len() + c1.len(), [c0.len(), c1.len()])
+            };
+            let (plain, plain_len, _) = code(false);
+            let (pair, len, lens) = code(true);
+            assert_eq!(plain, (Codec::CtxJoint, Codec::Raw6));
+            match signed {
+                true => {
+                    assert_eq!(pair, (Codec::CtxSigns, Codec::Signs));
+                    assert!(len < plain_len, "{len} vs {plain_len}");
+                    for (k, (codec, coded)) in [pair.0, pair.1].into_iter().zip(lens).enumerate() {
+                        assert!((codec.spec().fits)(slot(k), coded as u32), "{codec:?}");
+                    }
+                }
+                false => assert_eq!((pair, len), (plain, plain_len)),
+            }
+        }
     }
 }

@@ -1092,7 +1092,7 @@ pub fn decode<const LAYOUT: u8>(
         return Err(CodecError("joint planes differ in length"));
     }
     st.decode_into(exps);
-    let raw = st.finish()?.unwrap_or_default();
+    let raw = st.finish_signed()?;
     let (te, tm) = alphabet.expansion();
     joint::expand(&te, &tm, &raw, exps, mans);
     Ok(())
@@ -1118,7 +1118,7 @@ pub fn decode_words<const LAYOUT: u8>(
     }
     let keys = huffjoint::key_scratch(keys, out)?;
     st.decode_into(keys);
-    let raw = st.finish()?.unwrap_or_default();
+    let raw = st.finish_signed()?;
     huffjoint::expand_words(&alphabet, keys, &raw, out)
 }
 
@@ -1158,8 +1158,13 @@ impl<'a> State<'a> {
     fn finish(self) -> Result<Option<Vec<u8>>, CodecError> {
         self.scale.keep();
         self.streams.finish()?;
-        let len = self.parts.iter().map(|p| p.len).sum();
-        self.signs.map(|s| s.finish(len)).transpose()
+        self.signs.map(|s| s.finish()).transpose()
+    }
+
+    /// [`State::finish`] of a plane whose signs were decoded here: plane 1's raw6 payload.
+    fn finish_signed(self) -> Result<Vec<u8>, CodecError> {
+        self.finish()?
+            .ok_or(CodecError("ctxsigns plane decoded without its signs"))
     }
 }
 
@@ -1376,7 +1381,9 @@ pub(super) mod tests {
         let (mut de, mut dm) = (vec![0; 3000], vec![0; 3000]);
         decode::<PARTS>(&p, &r, &mut de, &mut dm).unwrap();
         // A ctxtensors payload is its ctxsigns payload; the part table checks are the same.
-        assert!(into_signed(Codec::CtxTensors, &parts, &mut p.clone()));
+        let mut same = p.clone();
+        assert!(into_signed(Codec::CtxTensors, &parts, &mut same));
+        assert_eq!(same, p);
         let mut s = Vec::new();
         assert!(signs::encode(&m, &parts, &mut s));
         let layouts: [(super::super::PairFn, &[u8]); 2] =

@@ -161,6 +161,8 @@ pub(crate) struct SignDecoder<'a> {
     columns: Columns,
     /// The signs decoded so far, a byte (0 or 1) an element.
     signs: Vec<u8>,
+    /// Elements of the plane.
+    n: usize,
 }
 
 impl<'a> SignDecoder<'a> {
@@ -184,6 +186,7 @@ impl<'a> SignDecoder<'a> {
                 at: 0,
             },
             signs: Vec::with_capacity(n),
+            n,
         })
     }
 
@@ -211,6 +214,7 @@ impl<'a> SignDecoder<'a> {
 
     /// Decodes the signs of the next `count` elements, at most 4, as [`SignDecoder::decode`].
     pub(crate) fn decode_some(&mut self, count: usize) {
+        debug_assert!((1..=4).contains(&count), "{count} signs at a time");
         match count {
             1 => self.decode::<1>(),
             2 => self.decode::<2>(),
@@ -220,9 +224,10 @@ impl<'a> SignDecoder<'a> {
     }
 
     /// Checks that the streams ended where they should and returns the [`raw6`] payload of the
-    /// plane's `n` elements: their signs and bits 4..0. Every element must have been decoded.
-    pub(crate) fn finish(self, n: usize) -> Result<Vec<u8>, CodecError> {
+    /// plane: its elements' signs and bits 4..0. Every element must have been decoded.
+    pub(crate) fn finish(self) -> Result<Vec<u8>, CodecError> {
         self.streams.finish()?;
+        let n = self.n;
         if self.signs.len() != n {
             return Err(CodecError("signs payload does not cover the plane"));
         }
@@ -254,7 +259,7 @@ pub(crate) fn decode_raw6(payload: &[u8], parts: &[Part], n: usize) -> Result<Ve
             dec.decode_some((part.len - 4 * q).min(4));
         }
     }
-    dec.finish(n)
+    dec.finish()
 }
 
 #[cfg(test)]

@@ -153,7 +153,8 @@ const FLAG_PACKED: u32 = 4;
 
 impl FileHeader {
     /// The header of a new archive: the kept header `prefix` deflated when that is smaller, and
-    /// the lowest format version that holds the archive ([`FileHeader::lowest_version`]).
+    /// the lowest format version that holds the archive, coded with sign models if
+    /// `sign_models` ([`FileHeader::lowest_version`]).
     pub fn new(
         mode: Mode,
         kind: Kind,
@@ -161,6 +162,7 @@ impl FileHeader {
         prefix: Vec<u8>,
         md5: bool,
         refs: Option<References>,
+        sign_models: bool,
     ) -> FileHeader {
         let mut header = FileHeader {
             version: VERSION,
@@ -172,18 +174,22 @@ impl FileHeader {
             md5,
             refs,
         };
-        header.version = header.lowest_version();
+        header.version = header.lowest_version(sign_models);
         header
     }
 
-    /// The lowest format version that holds an archive with this header, so that older readers
-    /// read what they can: 4 for BEST mode on safetensors input (whose blocks of several
-    /// tensors use the `ctxtensors` codec of version 4); else 3 for a deflated kept header;
-    /// else 2 for a reference section or BEST mode (whose `ctxjoint` codec is version 2); else
-    /// 1 (FAST codes with version 1's transforms and codecs alone unless it has references).
-    /// An encoder asked for sign models raises it to [`SIGNS_VERSION`].
-    pub fn lowest_version(&self) -> u16 {
-        if self.mode == Mode::Best && self.kind == Kind::Safetensors {
+    /// The lowest format version that holds an archive with this header, coded with sign
+    /// models if `sign_models`, so that older readers read what they can: [`SIGNS_VERSION`] for
+    /// BEST mode on safetensors input with sign models (codecs `ctxsigns` and `signs`); else 4
+    /// for BEST mode on safetensors input (whose blocks of several tensors use the
+    /// `ctxtensors` codec of version 4); else 3 for a deflated kept header; else 2 for a
+    /// reference section or BEST mode (whose `ctxjoint` codec is version 2); else 1 (FAST codes
+    /// with version 1's transforms and codecs alone unless it has references).
+    pub fn lowest_version(&self, sign_models: bool) -> u16 {
+        let tensors = self.mode == Mode::Best && self.kind == Kind::Safetensors;
+        if tensors && sign_models {
+            SIGNS_VERSION
+        } else if tensors {
             4
         } else if self.packed.is_some() {
             3

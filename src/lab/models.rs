@@ -215,19 +215,25 @@ fn ctx_tensors_size<R: Read + Seek>(
         read_exact_or(r, &mut raw, "tensor data")?;
         Transform::Exp16.split(&raw, &mut exp);
         let parts = ctx_parts(&spec.rows, [&exp[0], &exp[1]], &mut scratch);
-        let mut coded = false;
-        let code = |out: &mut Vec<u8>| {
-            coded = ctxjoint::encode_parts(&exp[0], &exp[1], &parts, out).is_some();
-            coded
+        let mut head = Vec::new();
+        let codec = ctxjoint::encode_parts(&exp[0], &exp[1], &parts, &mut head);
+        let size = match codec {
+            Some(_) => head.len() + raw6::len(exp[1].len()),
+            None => joint_size(&exp),
         };
-        let size = with_raw6(&exp, code, || joint_size(&exp));
+        // As `sc -9` codes it: the signed pair where it is the smaller.
         let mut signs = Vec::new();
-        let saved = match coded && signs::encode(&exp[1], &parts, &mut signs) {
-            true => raw6::len(exp[1].len()).saturating_sub(signs.len()),
-            false => 0,
+        let signed = match codec {
+            Some(c)
+                if signs::encode(&exp[1], &parts, &mut signs)
+                    && ctxjoint::into_signed(c, &parts, &mut head) =>
+            {
+                size.min(head.len() + signs.len())
+            }
+            _ => size,
         };
         bytes[0] += size;
-        bytes[1] += size - saved;
+        bytes[1] += signed;
         values += spec.len / 2;
         blocks += 1;
     }

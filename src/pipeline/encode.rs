@@ -10,7 +10,7 @@ use crate::base::Base;
 use crate::container::refs::{Reference, References, Source};
 use crate::container::{
     check_block_size, BlockRecord, FileHeader, Footer, IndexEntry, Kind, Mode, DEFAULT_BLOCK_SIZE,
-    MAX_KEPT_JSON, SIGNS_VERSION,
+    MAX_KEPT_JSON,
 };
 use crate::error::{Error, HeaderError, Result};
 use crate::read::{read_up_to, ReadAt};
@@ -70,7 +70,8 @@ pub struct EncodeOptions<'a> {
     /// BEST: code the signs of each tensor column with a model of their own (off by default).
     /// Weights of a column often lean to one sign; modelling it codes BF16 and F32 tensors
     /// about 0.1% to 0.2% smaller (F16 blocks, coded apart, are unchanged) and decodes them
-    /// about 1.4x slower, and the archive needs a reader of format version 5.
+    /// about 1.4x slower, and the archive of a safetensors file needs a reader of format
+    /// version 5.
     pub sign_models: bool,
 }
 
@@ -412,13 +413,16 @@ fn encode_here<R: Read + Send, W: Write + Send>(
     );
     let (based_tensors, repeated_tensors) = refs.as_ref().map_or((0, 0), References::counts);
     let budget = Budget::new(opts.memory, opts.block_size, 0, refs.is_some())?;
-    let mut file_header = FileHeader::new(opts.mode, kind, opts.block_size, prefix, opts.md5, refs);
-    // Only a safetensors file's tensors have columns to model: any other archive keeps the
-    // lowest version that holds it.
-    let signs = opts.sign_models && opts.mode == Mode::Best && kind == Kind::Safetensors;
-    if signs {
-        file_header.version = file_header.version.max(SIGNS_VERSION);
-    }
+    let signs = opts.sign_models && opts.mode == Mode::Best;
+    let file_header = FileHeader::new(
+        opts.mode,
+        kind,
+        opts.block_size,
+        prefix,
+        opts.md5,
+        refs,
+        signs,
+    );
     file_header.write(&mut output)?;
     let (pools, digest) = budget.start(opts.md5, &file_header.prefix)?;
     let mut source = std::io::Cursor::new(pending).chain(input);

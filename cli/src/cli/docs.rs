@@ -59,8 +59,8 @@ stored as it is.
 
 -9 is BEST with sign models: in blocks of tensors each value's sign, which raw6 stores as it
 is, is range coded with an adaptive model per column of its tensor's rows, and the other five
-bits are packed raw (ctxsigns and signs, where that is smaller than raw6). Such archives are
-format version 5; they come out slightly smaller than those of --best (and -6 to -8) and
+bits are packed raw (ctxsigns and signs, where that pair is the smaller). Such archives of
+safetensors files are format version 5; they come out slightly smaller than those of --best (and -6 to -8) and
 decode more slowly.
 
 Fine-tunes (--base BASE): a tensor with a namesake of the same dtype and shape in the base is
