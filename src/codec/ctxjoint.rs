@@ -20,14 +20,20 @@
 //!
 //! A block that holds several tensors is coded by [`TENSORS_SPEC`] (id 12, `ctxtensors`): its
 //! elements are cut into parts, one for each tensor of enough elements, each with the rows of
-//! its tensor, while the frequency models run on across the parts. The models then learn from every tensor of the
-//! block (small tensors pay most of their coding cost in learning), and a context keeps its
-//! meaning from part to part: it names a magnitude relative to the block's context base.
+//! its tensor, while the frequency models run on across the parts. The models then learn from
+//! every tensor of the block (small tensors pay most of their coding cost in learning), and a
+//! context keeps its meaning from part to part: it names a magnitude relative to the block's
+//! context base.
+//!
+//! With sign models (`sc -9`), [`SIGNED_SPEC`] (id 13, `ctxsigns`) codes the same keys in one
+//! part or more, and plane 1 is [`signs`]: each sign is modelled in its tensor's column. The
+//! decoder decodes each quad's signs beside its keys.
 //!
 //! Payload (see docs/FORMAT.md): the joint alphabet, `u32` row length, `u32` first column,
-//! `i16` context base, then two streams of the elements' ranks; for `ctxtensors`, the joint
-//! alphabet, `i16` context base, `u32` part count, each part's `u32` element count, row length
-//! and first column, then the streams. Plane 1 is `raw6`.
+//! `i16` context base, then two streams of the elements' ranks; for `ctxtensors` and
+//! `ctxsigns`, the joint alphabet, `i16` context base, `u32` part count, each part's `u32`
+//! element count, row length and first column, then the streams. Plane 1 is `raw6`, or for
+//! `ctxsigns` `signs`.
 
 use super::adaptive::{finish_two, two_streams, Counts, Params, Streams, INC};
 use super::alphabet::{self, Alphabet};
