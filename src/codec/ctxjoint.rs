@@ -26,7 +26,7 @@
 //! context base.
 //!
 //! With sign models (`sc -9`), [`SIGNED_SPEC`] (id 13, `ctxsigns`) codes the same keys in one
-//! part or more, and plane 1 is [`signs`]: each sign is modelled in its tensor's column. The
+//! part or more, and plane 1 is [`signs`](super::signs): each sign is modelled in its tensor's column. The
 //! decoder decodes each quad's signs beside its keys.
 //!
 //! Payload (see docs/FORMAT.md): the joint alphabet, `u32` row length, `u32` first column,
@@ -70,7 +70,7 @@ pub static TENSORS_SPEC: Spec = Spec {
     },
 };
 
-/// The `ctxsigns` codec: `ctxtensors` over one part or more, with [`signs`] as plane 1, whose
+/// The `ctxsigns` codec: `ctxtensors` over one part or more, with [`signs`](super::signs) as plane 1, whose
 /// sign models follow the parts' columns.
 pub static SIGNED_SPEC: Spec = Spec {
     id: 13,
@@ -85,7 +85,7 @@ pub static SIGNED_SPEC: Spec = Spec {
 
 /// The payload layouts, the decoders' const parameter: `ctxjoint`'s (one part's rows),
 /// `ctxtensors`' (a table of two parts or more) and `ctxsigns`' (a table of one part or more,
-/// plane 1 [`signs`] rather than [`raw6`]).
+/// plane 1 [`signs`](super::signs) rather than [`raw6`]).
 pub const ROWS: u8 = 0;
 /// See [`ROWS`].
 pub const PARTS: u8 = 1;

@@ -5,8 +5,8 @@
 //! An input feature that a layer reads with weights of mostly one sign leaves that sign in its
 //! column of the weight matrix, so a column's signs so far predict its next one. Each column's
 //! model is a Krichevsky–Trofimov-style estimate, the share of zeros among its signs so far
-//! with [`PRIOR`] of each as a prior, kept as a probability that moves towards each sign by
-//! `1 / (count + 1 + 2 * PRIOR)`; past [`CAP`] signs the step stays fixed. Columns with no
+//! with `PRIOR` of each as a prior, kept as a probability that moves towards each sign by
+//! `1 / (count + 1 + 2 * PRIOR)`; past `CAP` signs the step stays fixed. Columns with no
 //! lean cost almost nothing over a raw bit (the prior keeps early estimates near one half).
 //!
 //! The columns are those of plane 0's parts (see [`super::ctxjoint::Part`]): element `i` of a
@@ -54,7 +54,7 @@ const RATES: [u32; CAP as usize + 1] = {
     t
 };
 /// A column's state: the probability of a 0 sign in 1/65536 (low 16 bits) and the signs seen,
-/// up to [`CAP`] (high 16 bits); a column starts at one half and none seen.
+/// up to `CAP` (high 16 bits); a column starts at one half and none seen.
 const FRESH: u32 = 1 << 15;
 
 /// Length of the packed bits 4..0 of `n` elements.
@@ -112,7 +112,7 @@ impl Columns {
 
 /// The `signs` payload of the sign/mantissa plane `mans` whose elements lie in `parts`, as
 /// plane 0's payload says. Returns `false` (appending nothing) if the parts do not fit the
-/// plane (see [`parts_fit`]).
+/// plane (see `parts_fit`).
 pub fn encode(mans: &[u8], parts: &[Part], out: &mut Vec<u8>) -> bool {
     if !parts_fit(parts, mans.len()) {
         return false;
@@ -249,7 +249,7 @@ impl<'a> SignDecoder<'a> {
 }
 
 /// Decodes a `signs` payload of `n` elements lying in `parts` (which cover them, see
-/// [`parts_fit`]) on its own, into the [`raw6`] payload of the same fields.
+/// `parts_fit`) on its own, into the [`raw6`] payload of the same fields.
 #[cfg(test)]
 pub(crate) fn decode_raw6(payload: &[u8], parts: &[Part], n: usize) -> Result<Vec<u8>, CodecError> {
     let mut dec = SignDecoder::open(payload, n)?;
