@@ -319,36 +319,33 @@ fn code_joint(
     c0: &mut Vec<u8>,
     c1: &mut Vec<u8>,
 ) -> Option<(Codec, Codec)> {
-    let parts = (!rows.is_empty()).then(|| ctx_parts(rows, p, c0));
     c0.clear();
     c1.clear();
     let n = p[0].len();
-    let mut signed = Vec::new();
-    let ((coded, codec), (estimate, signed_fits)) = rayon::join(
-        || match &parts {
-            Some(parts) => code_ctxjoint(p, parts, c0),
-            None => (joint::encode_joint(p[0], p[1], c0), Codec::Joint),
+    let ((coded, codec, parts), estimate) = rayon::join(
+        || match rows.is_empty() {
+            false => code_ctxjoint(p, rows, c0),
+            true => (
+                joint::encode_joint(p[0], p[1], c0),
+                Codec::Joint,
+                Vec::new(),
+            ),
         },
         || {
             raw6::encode(p[1], c1);
-            let fits = signs
-                && parts
-                    .as_ref()
-                    .is_some_and(|parts| signs::encode(p[1], parts, &mut signed));
             let bits = entropy_bits(&histogram(p[0])) + entropy_bits(&histogram(p[1]));
-            (bits * n as f64 / 8.0, fits)
+            bits * n as f64 / 8.0
         },
     );
     let mut pair = (codec, Codec::Raw6);
-    if let Some(parts) = parts.filter(|_| signed_fits) {
-        // The signed pair replaces the plain one where it is smaller as a whole (a one-part
-        // payload's table takes 8 bytes more) and fits where the plain one would.
-        let mut head = c0.clone();
-        let smaller = ctxjoint::into_signed(codec, &parts, &mut head)
-            && head.len() + signed.len() < c0.len() + c1.len()
-            && raw6::pair_fits(head.len() as u32, n as u32);
-        if smaller {
-            std::mem::swap(c0, &mut head);
+    // The signed pair replaces the plain one where it is smaller as a whole and fits where the
+    // plain one would.
+    if let Some(head) = ctxjoint::signed_len(codec, c0.len()).filter(|_| signs) {
+        let mut signed = Vec::new();
+        let smaller = signs::encode(p[1], &parts, &mut signed)
+            && head + signed.len() < c0.len() + c1.len()
+            && raw6::pair_fits(head as u32, n as u32);
+        if smaller && ctxjoint::into_signed(codec, &parts, c0) {
             std::mem::swap(c1, &mut signed);
             pair = (Codec::CtxSigns, Codec::Signs);
         }
@@ -358,21 +355,28 @@ fn code_joint(
     (coded && total < 2 * n && pays).then_some(pair)
 }
 
-/// BEST: plane 0 of planes `p` of a block of tensors, cut into `parts`, into `c0` with
-/// `ctxjoint` or `ctxtensors`, or with `joint` for a plane of at most [`JOINT_TRIAL_MAX`]
-/// elements that it codes smaller. Returns whether a codec applied, and which codec it is.
-fn code_ctxjoint(p: [&[u8]; 2], parts: &[ctxjoint::Part], c0: &mut Vec<u8>) -> (bool, Codec) {
-    let Some(codec) = ctxjoint::encode_parts(p[0], p[1], parts, c0) else {
-        return (false, Codec::CtxJoint);
+/// BEST: plane 0 of planes `p` of a block of tensors `rows` into `c0` with `ctxjoint` or
+/// `ctxtensors`, or with `joint` for a plane of at most [`JOINT_TRIAL_MAX`] elements that it
+/// codes smaller. Returns whether a codec applied, which codec it is, and the parts the planes
+/// were cut into ([`ctx_parts`]).
+fn code_ctxjoint(
+    p: [&[u8]; 2],
+    rows: &[TensorRows],
+    c0: &mut Vec<u8>,
+) -> (bool, Codec, Vec<ctxjoint::Part>) {
+    let parts = ctx_parts(rows, p, c0);
+    c0.clear();
+    let Some(codec) = ctxjoint::encode_parts(p[0], p[1], &parts, c0) else {
+        return (false, Codec::CtxJoint, parts);
     };
     if p[0].len() <= JOINT_TRIAL_MAX {
         let mut plain = Vec::new();
         if joint::encode_joint(p[0], p[1], &mut plain) && plain.len() < c0.len() {
             std::mem::swap(c0, &mut plain);
-            return (true, Codec::Joint);
+            return (true, Codec::Joint, parts);
         }
     }
-    (true, codec)
+    (true, codec, parts)
 }
 
 /// FAST: an `exp16` block as a huffjoint/raw6 pair, coded from the block's words (`None`,
@@ -516,14 +520,20 @@ mod tests {
         assert_eq!(choose_delta(&noise, Transform::Split32), Transform::Split32);
     }
 
+    /// Planes 0 and 1 of `n` weight-like values: exponents a few below 120, most often the
+    /// highest, and random signs and mantissas.
+    fn weight_planes(rnd: &mut impl FnMut() -> u32, n: usize) -> [Vec<u8>; 2] {
+        let exps = (0..n)
+            .map(|_| 120 - (rnd() % 6).min(rnd() % 6) as u8)
+            .collect();
+        [exps, (0..n).map(|_| rnd() as u8).collect()]
+    }
+
     #[test]
     fn parts_follow_the_tensors_that_fill_the_block() {
         let mut rnd = crate::test_rng(0x51ED_270B);
         let n = 10_000;
-        let exps: Vec<u8> = (0..n)
-            .map(|_| 120 - (rnd() % 6).min(rnd() % 6) as u8)
-            .collect();
-        let mans: Vec<u8> = (0..n).map(|_| rnd() as u8).collect();
+        let [exps, mans] = weight_planes(&mut rnd, n);
         let at = |lens, first| TensorRows { lens, first };
         let parts = |rows: &[TensorRows], n: usize| -> Vec<(usize, ctxjoint::Rows)> {
             ctx_parts(rows, [&exps[..n], &mans[..n]], &mut Vec::new())
@@ -558,10 +568,7 @@ mod tests {
         let mut rnd = crate::test_rng(0x9E37_79B9);
         let mut chosen = Vec::new();
         for n in [384usize, 1000, 5000, JOINT_TRIAL_MAX + 4] {
-            let exps: Vec<u8> = (0..n)
-                .map(|_| 120 - (rnd() % 6).min(rnd() % 6) as u8)
-                .collect();
-            let mans: Vec<u8> = (0..n).map(|_| rnd() as u8).collect();
+            let [exps, mans] = weight_planes(&mut rnd, n);
             let rows = TensorRows {
                 lens: [32, 32],
                 first: 0,
@@ -590,10 +597,7 @@ mod tests {
     fn sign_models_take_the_signed_pair_where_it_is_smaller() {
         let mut rnd = crate::test_rng(0x51_6E5);
         let n = 40_000;
-        let exps: Vec<u8> = (0..n)
-            .map(|_| 120 - (rnd() % 6).min(rnd() % 6) as u8)
-            .collect();
-        let coin: Vec<u8> = (0..n).map(|_| rnd() as u8).collect();
+        let [exps, coin] = weight_planes(&mut rnd, n);
         // Every other column of 40 mostly negative.
         let leaning: Vec<u8> = (0..n)
             .map(

@@ -783,6 +783,17 @@ pub fn into_signed(codec: Codec, parts: &[Part], payload: &mut Vec<u8>) -> bool 
     }
 }
 
+/// The length of the `ctxsigns` payload that [`into_signed`] makes of a payload of `len` bytes
+/// of codec `codec`, or `None` if `codec` is neither `ctxjoint` nor `ctxtensors`.
+pub fn signed_len(codec: Codec, len: usize) -> Option<usize> {
+    match codec {
+        Codec::CtxTensors => Some(len),
+        // One part's table (the base, the count and the part) for the row layout.
+        Codec::CtxJoint => Some(len + 6 + PART_LEN - LAYOUT_LEN),
+        _ => None,
+    }
+}
+
 /// Writes the layout that follows the alphabet: `ctxjoint`'s for one part, `ctxtensors`' for
 /// more.
 fn write_layout(parts: &[Part], base: i32, out: &mut Vec<u8>) {
@@ -1094,11 +1105,9 @@ pub fn decode<const LAYOUT: u8>(
         return st.finish().map(drop);
     }
     // The raw fields are known once the signs are decoded, beside the keys.
-    if exps.len() != mans.len() {
-        return Err(CodecError("joint planes differ in length"));
-    }
     st.decode_into(exps);
     let raw = st.finish_signed()?;
+    joint::check_planes(&raw, exps, mans)?;
     let (te, tm) = alphabet.expansion();
     joint::expand(&te, &tm, &raw, exps, mans);
     Ok(())
@@ -1125,7 +1134,9 @@ pub fn decode_words<const LAYOUT: u8>(
     let keys = huffjoint::key_scratch(keys, out)?;
     st.decode_into(keys);
     let raw = st.finish_signed()?;
-    huffjoint::expand_words(&alphabet, keys, &raw, out)
+    // The signs' decoder made `raw` for exactly these keys.
+    huffjoint::expand_words(&alphabet, keys, &raw, out);
+    Ok(())
 }
 
 impl<'a> State<'a> {
@@ -1277,7 +1288,9 @@ pub(super) mod tests {
         assert_eq!(codec == Codec::CtxTensors, parts.len() > 1);
         let mut r = Vec::new();
         if signed {
+            let len = signed_len(codec, p.len());
             assert!(into_signed(codec, parts, &mut p));
+            assert_eq!(len, Some(p.len()));
             assert!(signs::encode(m, parts, &mut r));
             codec = Codec::CtxSigns;
         } else {

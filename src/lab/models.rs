@@ -223,13 +223,8 @@ fn ctx_tensors_size<R: Read + Seek>(
         };
         // As `sc -9` codes it: the signed pair where it is the smaller.
         let mut signs = Vec::new();
-        let signed = match codec {
-            Some(c)
-                if signs::encode(&exp[1], &parts, &mut signs)
-                    && ctxjoint::into_signed(c, &parts, &mut head) =>
-            {
-                size.min(head.len() + signs.len())
-            }
+        let signed = match codec.and_then(|c| ctxjoint::signed_len(c, head.len())) {
+            Some(len) if signs::encode(&exp[1], &parts, &mut signs) => size.min(len + signs.len()),
             _ => size,
         };
         bytes[0] += size;

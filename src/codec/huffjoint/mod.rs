@@ -193,7 +193,8 @@ pub(crate) fn decode_words(
     let keys = key_scratch(keys, out)?;
     raw6::check(raw, keys.len())?;
     let alphabet = decode_keys(keys)?;
-    expand_words(&alphabet, keys, raw, out)
+    expand_words(&alphabet, keys, raw, out);
+    Ok(())
 }
 
 /// The scratch for the keys of the `exp16` block `out`, one an element, from `keys`.
@@ -212,16 +213,11 @@ pub(crate) fn key_scratch<'k>(
     Ok(&mut keys[..n])
 }
 
-/// Expands the keys `keys` of `alphabet` and the raw6 payload `raw` into the elements of the
-/// `exp16` block `out`, as many as the keys.
-pub(crate) fn expand_words(
-    alphabet: &Alphabet,
-    keys: &[u8],
-    raw: &[u8],
-    out: &mut [u8],
-) -> Result<(), CodecError> {
+/// Expands the keys `keys` of `alphabet` and the raw6 payload `raw` of as many elements
+/// (checked by the caller, [`raw6::check`]) into the elements of the `exp16` block `out`.
+pub(crate) fn expand_words(alphabet: &Alphabet, keys: &[u8], raw: &[u8], out: &mut [u8]) {
     let n = keys.len();
-    raw6::check(raw, n)?;
+    debug_assert_eq!(raw.len(), raw6::len(n));
     let base = alphabet.bases16();
     let done = expand16_detect(&base, keys, raw, out);
     // The rest, fewer than 32 elements (at most 24 raw bytes), as one run padded with zeros.
@@ -232,7 +228,6 @@ pub(crate) fn expand_words(
     r[..tail.len()].copy_from_slice(tail);
     expand16_portable(&base, &k, &r, &mut w);
     out[2 * done..].copy_from_slice(&w[..2 * rest]);
-    Ok(())
 }
 
 /// The words of whole runs of 32 elements, as many as `keys`, `raw` (24 bytes a run) and `out`
