@@ -63,6 +63,45 @@ const JOINT_TRIAL_MAX: usize = 1 << 14;
 const MODEL_SLACK_RATIO: f64 = 1.01;
 const MODEL_SLACK_BYTES: f64 = 600.0;
 
+/// Bits per element that sign models must save on a block for [`SignModels::Paying`] to use
+/// them there. Decoding a block's signs takes about half as long again as decoding the block
+/// without them, while most blocks of trained weights gain a few thousandths of a bit per
+/// element from them; the blocks that gain more than this (token embeddings and the like:
+/// 5 of MiniLM's 54 blocks, which hold most of its gain) are worth their time.
+const PAYING_SIGN_BITS: f64 = 1.0 / 64.0;
+
+/// Where BEST codes the signs of a block with sign models, [`signs`]: a model per column of
+/// its tensors (weights of a column often lean to one sign).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SignModels {
+    /// Nowhere: the archive of a safetensors file is one that readers of format version 4
+    /// decode, and BEST decodes fastest.
+    Off,
+    /// On the blocks where they save at least 1 bit in 64 elements (BEST's default): most of
+    /// their gain for a small part of their decoding time.
+    #[default]
+    Paying,
+    /// On every block that they code smaller (`sc -9`): the smallest archives, decoding about
+    /// 1.4x slower than without.
+    Everywhere,
+}
+
+impl SignModels {
+    /// The bytes by which the signed pair of a block must code the sign/mantissa plane `mans`
+    /// (lying in `parts`) smaller than the plain pair to replace it, or `None` where it is not
+    /// to be tried: never with [`SignModels::Off`], and with [`SignModels::Paying`] where the
+    /// models' estimate saves less than [`PAYING_SIGN_BITS`].
+    pub(crate) fn margin(self, mans: &[u8], parts: &[ctxjoint::Part]) -> Option<usize> {
+        match self {
+            SignModels::Off => None,
+            SignModels::Everywhere => Some(0),
+            SignModels::Paying => (signs::saving_estimate(mans, parts) >= PAYING_SIGN_BITS)
+                .then_some((PAYING_SIGN_BITS * mans.len() as f64 / 8.0) as usize),
+        }
+    }
+}
+
 /// What FAST's `huffjoint` pair adds to its estimate over the planes coded apart: the alphabet
 /// (a 32-byte bitmap and a nibble per exponent) and a longer code table (a nibble per key
 /// where the exponents' table has one per exponent), about this much in all plus one byte per
@@ -309,13 +348,13 @@ fn part_rows(
 
 /// BEST: planes 0 and 1 of an exponent-aligned block as a ctxjoint/raw6 pair, or joint/raw6
 /// when the block holds no tensor whose rows it would follow or is small and codes smaller so
-/// (see [`JOINT_TRIAL_MAX`]); with `signs`, a ctxsigns/signs pair where that pair is the
-/// smaller. `None`, leaving the buffers to be overwritten, when the pair does not
+/// (see [`JOINT_TRIAL_MAX`]); or a ctxsigns/signs pair where `signs` asks for one and it is
+/// smaller by the margin that asks ([`SignModels::margin`]). `None`, leaving the buffers to be overwritten, when the pair does not
 /// apply or does not pay (see [`MODEL_SLACK_RATIO`]).
 fn code_joint(
     p: [&[u8]; 2],
     rows: &[TensorRows],
-    signs: bool,
+    signs: SignModels,
     c0: &mut Vec<u8>,
     c1: &mut Vec<u8>,
 ) -> Option<(Codec, Codec)> {
@@ -338,12 +377,14 @@ fn code_joint(
         },
     );
     let mut pair = (codec, Codec::Raw6);
-    // The signed pair replaces the plain one where it is smaller as a whole and fits where the
-    // plain one would.
-    if let Some(head) = ctxjoint::signed_len(codec, c0.len()).filter(|_| signs) {
+    // The signed pair replaces the plain one where it is smaller as a whole by the margin
+    // `signs` asks for and fits where the plain one would. Where it would not save that margin
+    // by the models' estimate, it is not coded.
+    let margin = signs.margin(p[1], &parts);
+    if let Some((head, margin)) = ctxjoint::signed_len(codec, c0.len()).zip(margin) {
         let mut signed = Vec::new();
         let smaller = signs::encode(p[1], &parts, &mut signed)
-            && head + signed.len() < c0.len() + c1.len()
+            && head + signed.len() + margin < c0.len() + c1.len()
             && raw6::pair_fits(head as u32, n as u32);
         if smaller && ctxjoint::into_signed(codec, &parts, c0) {
             std::mem::swap(c1, &mut signed);
@@ -430,7 +471,7 @@ fn code_head(
     transform: Transform,
     rows: &[TensorRows],
     mode: Mode,
-    signs: bool,
+    signs: SignModels,
     p: [&[u8]; 2],
     c: &mut [Vec<u8>],
 ) -> (Codec, Codec) {
@@ -453,7 +494,7 @@ fn code_head(
 }
 
 /// Codes the block `raw`, planned as `planned`, whose elements lie in the rows of its tensors
-/// `rows`, in `mode` (BEST with sign models if `signs`): returns the transform it is coded
+/// `rows`, in `mode` (BEST with sign models as `signs` says): returns the transform it is coded
 /// with (see [`refine`]) and the codec of each of its planes. Plane `k`'s payload is then
 /// `s.coded[k]`, or for a stored plane `s.planes[k]` (the block itself for a one-plane block).
 pub fn code(
@@ -461,7 +502,7 @@ pub fn code(
     planned: Transform,
     rows: &[TensorRows],
     mode: Mode,
-    signs: bool,
+    signs: SignModels,
     s: &mut Scratch,
 ) -> (Transform, [Codec; MAX_PLANES]) {
     let transform = refine(planned, raw, mode == Mode::Best);

@@ -137,6 +137,7 @@ pub use archive::{
     inspect, AccessStats, Archive, ArchiveInfo, CodecUse, Reference, StoredBytes, TransformUse,
 };
 pub use base::Base;
+pub use choice::SignModels;
 pub use container::{Kind, Mode};
 pub use error::{Error, HeaderError, Result, TensorProblem};
 pub use pipeline::decode::{decode, decode_file, decode_to_vec, DecodeOptions, DecodeReport};

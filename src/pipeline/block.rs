@@ -2,7 +2,7 @@
 //! and its decoding, each plane by its codec's decoder (two planes concurrently), then merged
 //! and checked.
 
-use crate::choice;
+use crate::choice::{self, SignModels};
 use crate::codec::{Codec, CodecError, Decode};
 use crate::container::{checksum, BlockRecord, Mode, PlaneEntry};
 use crate::pipeline::plan::TensorRows;
@@ -33,7 +33,7 @@ pub fn code_block(
     planned: Transform,
     rows: &[TensorRows],
     mode: Mode,
-    signs: bool,
+    signs: SignModels,
     s: &mut Scratch,
 ) -> BlockRecord {
     let delta = base.and_then(|b| {

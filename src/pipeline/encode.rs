@@ -7,6 +7,7 @@ use super::pool::{Pool, Pooled};
 use super::refs::{Input, NoOwn, OwnBytes, Spans};
 use super::{dedup, on_threads, ordered, Budget, Pools, DEFAULT_MEMORY};
 use crate::base::Base;
+use crate::choice::SignModels;
 use crate::container::refs::{Reference, References, Source};
 use crate::container::{
     check_block_size, BlockRecord, FileHeader, Footer, IndexEntry, Kind, Mode, DEFAULT_BLOCK_SIZE,
@@ -67,12 +68,12 @@ pub struct EncodeOptions<'a> {
     /// default). Needs random access to the input: [`encode_file`] and [`encode_to_vec`] find
     /// repeats, [`encode`] (a stream) does not.
     pub dedup: bool,
-    /// BEST: code the signs of each tensor column with a model of their own (off by default).
-    /// Weights of a column often lean to one sign; modelling it codes BF16 and F32 tensors
-    /// about 0.1% to 0.2% smaller (F16 blocks, coded apart, are unchanged) and decodes them
-    /// about 1.4x slower, and the archive of a safetensors file needs a reader of format
-    /// version 5.
-    pub sign_models: bool,
+    /// BEST: where to code the signs of each tensor column with a model of their own (see
+    /// [`SignModels`]; by default on the blocks where they save at least 1 bit in 64 values).
+    /// Weights of a column often lean to one sign. With sign models, the archive of a
+    /// safetensors file needs a reader of format version 5; [`SignModels::Off`] writes what
+    /// readers of version 4 decode.
+    pub sign_models: SignModels,
 }
 
 impl EncodeOptions<'_> {
@@ -89,7 +90,7 @@ impl EncodeOptions<'_> {
             memory: DEFAULT_MEMORY,
             base: None,
             dedup: true,
-            sign_models: false,
+            sign_models: SignModels::default(),
         }
     }
 
@@ -413,7 +414,10 @@ fn encode_here<R: Read + Send, W: Write + Send>(
     );
     let (based_tensors, repeated_tensors) = refs.as_ref().map_or((0, 0), References::counts);
     let budget = Budget::new(opts.memory, opts.block_size, 0, refs.is_some())?;
-    let signs = opts.sign_models && opts.mode == Mode::Best;
+    let signs = match opts.mode {
+        Mode::Best => opts.sign_models,
+        Mode::Fast => SignModels::Off,
+    };
     let file_header = FileHeader::new(
         opts.mode,
         kind,
@@ -421,7 +425,7 @@ fn encode_here<R: Read + Send, W: Write + Send>(
         prefix,
         opts.md5,
         refs,
-        signs,
+        signs != SignModels::Off,
     );
     file_header.write(&mut output)?;
     let (pools, digest) = budget.start(opts.md5, &file_header.prefix)?;

@@ -2,11 +2,13 @@
 //! modes. The last level given wins, as in zstd; `-m` that contradicts it is a usage error.
 
 use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
-use sc::Mode;
+use sc::{Mode, SignModels};
 
 /// The highest level that still means FAST: `-1` to `-5` (FAST, sc's default, decodes at copy
-/// speed), `-6` to `-9` BEST (smaller, several times slower); `-9` adds BEST's sign models
-/// (smaller still, decodes about 1.4x slower than `-6`).
+/// speed), `-6` to `-9` BEST (smaller, several times slower). BEST's sign models go where they
+/// pay by default (`-7`, `-8`, `--best`); `-6` leaves them out (BEST's fastest decoding, and
+/// archives for readers of format version 4), `-9` uses them wherever they code a block smaller
+/// (smallest; such blocks decode about 1.4x slower).
 const LAST_FAST: u8 = 5;
 
 /// The ids of the level flags: `-1` ... `-9`, `--fast` and `--best`.
@@ -46,9 +48,14 @@ impl Level {
         }
     }
 
-    /// Whether the level asks for BEST's sign models: `-9`.
-    pub fn sign_models(&self) -> bool {
-        matches!(self.mode, Some((Mode::Best, '9')))
+    /// Where the level asks BEST to use its sign models: nowhere for `-6`, everywhere they
+    /// code a block smaller for `-9`, else where they pay.
+    pub fn sign_models(&self) -> SignModels {
+        match self.mode {
+            Some((_, '6')) => SignModels::Off,
+            Some((_, '9')) => SignModels::Everywhere,
+            _ => SignModels::Paying,
+        }
     }
 }
 
@@ -96,8 +103,8 @@ impl Args for Level {
                 "FAST mode (the default), as -m fast; so are -1 to -{LAST_FAST}"
             )))
             .arg(flag("best").long("best").help(format!(
-                "BEST mode, as -m best; so are -{} to -9 (-9 adds sign models: smaller, \
-                 decodes about 1.4x slower)",
+                "BEST mode, as -m best; so are -{} to -9 (-6: no sign models, decodes faster; \
+                 -9: sign models on every block they make smaller, smallest)",
                 LAST_FAST + 1
             )))
     }
@@ -122,11 +129,16 @@ mod tests {
             mode: Some((Mode::Best, '9')),
         };
         assert_eq!(nine.resolve(Some(Mode::Best)), Ok(Mode::Best));
-        assert!(nine.sign_models());
+        assert_eq!(nine.sign_models(), SignModels::Everywhere);
         let six = Level {
             mode: Some((Mode::Best, '6')),
         };
-        assert!(!six.sign_models());
+        assert_eq!(six.sign_models(), SignModels::Off);
+        let best = Level {
+            mode: Some((Mode::Best, 'b')),
+        };
+        assert_eq!(best.sign_models(), SignModels::Paying);
+        assert_eq!(Level::default().sign_models(), SignModels::Paying);
         assert!(nine.resolve(Some(Mode::Fast)).unwrap_err().contains("-9"));
         assert_eq!(Level::default().resolve(None), Ok(Mode::Fast));
     }

@@ -16,8 +16,9 @@ pub struct BenchArgs {
     #[arg(required = true)]
     inputs: Vec<PathBuf>,
     /// More compressors, comma-separated: zstd, xz, bzip2, gzip, shuffle-zstd (sc shuffle
-    /// piped into zstd), cp, sc-9 (BEST with sign models); NAME-LEVEL picks a level, as in
-    /// zstd-19, xz-1, shuffle-zstd-1
+    /// piped into zstd), cp, sc-6 to sc-9 (BEST's levels: sc-6 without sign models, sc-9 with them
+    /// on every block they make smaller); NAME-LEVEL picks a level, as in zstd-19, xz-1,
+    /// shuffle-zstd-1
     #[arg(long, value_delimiter = ',', value_parser = Tool::parse, value_name = "LIST")]
     against: Vec<Tool>,
     /// Runs of every compressor, alternating between them; medians are reported
@@ -40,8 +41,8 @@ pub struct BenchArgs {
 pub enum Tool {
     /// sc itself.
     Sc(Mode),
-    /// sc at level 9: BEST with sign models.
-    ScSigns,
+    /// sc at a BEST level, 6 to 9 (how much it uses the sign models).
+    ScLevel(u32),
     /// sc coding against a base checkpoint.
     ScBase(Mode, PathBuf),
     /// Copying the file: the floor for any file-to-file tool.
@@ -65,8 +66,9 @@ impl Tool {
             Some((n, l)) if l.parse::<u32>().is_ok() => (n, l.parse::<u32>().ok()),
             _ => (s.as_str(), None),
         };
+        let given = level;
         let level = |default: u32, range: std::ops::RangeInclusive<u32>| {
-            let l = level.unwrap_or(default);
+            let l = given.unwrap_or(default);
             match range.contains(&l) {
                 true => Ok(l),
                 false => Err(format!("{name} levels are {range:?}")),
@@ -79,11 +81,11 @@ impl Tool {
             "gzip" => Tool::Gzip(level(6, 1..=9)?),
             "shuffle-zstd" => Tool::ShuffleZstd(level(3, 1..=22)?),
             "cp" if s == "cp" => Tool::Cp,
-            "sc" if s == "sc-9" => Tool::ScSigns,
+            "sc" if given.is_some() => Tool::ScLevel(level(9, 6..=9)?),
             _ => {
                 return Err(format!(
                     "unknown compressor '{s}' (known: zstd, xz, bzip2, gzip, shuffle-zstd, cp, \
-                     sc-9)"
+                     sc-6 to sc-9)"
                 ))
             }
         })
@@ -92,7 +94,7 @@ impl Tool {
     fn label(&self) -> String {
         match self {
             Tool::Sc(m) => format!("sc {}", m.name()),
-            Tool::ScSigns => "sc -9".into(),
+            Tool::ScLevel(l) => format!("sc -{l}"),
             Tool::ScBase(m, _) => format!("sc {} --base", m.name()),
             Tool::Cp => "cp".into(),
             Tool::Zstd(l) => format!("zstd -{l} -T1"),
@@ -106,7 +108,7 @@ impl Tool {
     /// The program it needs besides sc and cp.
     fn program(&self) -> Option<&'static str> {
         match self {
-            Tool::Sc(_) | Tool::ScSigns | Tool::ScBase(..) => None,
+            Tool::Sc(_) | Tool::ScLevel(_) | Tool::ScBase(..) => None,
             Tool::Cp => Some("cp"),
             Tool::Zstd(_) | Tool::ShuffleZstd(_) => Some("zstd"),
             Tool::Xz(_) => Some("xz"),
@@ -120,32 +122,29 @@ impl Tool {
         let n = |ext: &str| dir.join(format!("{}.{ext}", self.label().replace([' ', '-'], "")));
         let (archive, restored) = (n("archive"), n("restored"));
         let level = |l: &u32| format!("-{l}");
-        let (encode, decode) = match self {
-            Tool::Sc(_) | Tool::ScSigns | Tool::ScBase(..) => {
-                let t = threads.to_string();
-                let base: Vec<OsString> = match self {
-                    Tool::ScBase(_, b) => vec!["--base".into(), b.into()],
-                    _ => Vec::new(),
-                };
-                let level = match self {
-                    Tool::Sc(m) | Tool::ScBase(m, _) => format!("--mode={}", m.name()),
-                    _ => "-9".into(),
-                };
-                (
-                    vec![Step::new(
-                        sc,
-                        &[
-                            &"encode", &"-qf", &"-T", &t, &level, &input, &"-o", &archive,
-                        ],
-                    )
-                    .extra(base.clone())],
-                    vec![Step::new(
-                        sc,
-                        &[&"decode", &"-qf", &"-T", &t, &archive, &"-o", &restored],
-                    )
-                    .extra(base)],
+        // sc's own steps: encode with `flag` and `extra`, decode with `extra`.
+        let sc_steps = |flag: String, extra: Vec<OsString>| {
+            let t = threads.to_string();
+            (
+                vec![Step::new(
+                    sc,
+                    &[&"encode", &"-qf", &"-T", &t, &flag, &input, &"-o", &archive],
                 )
-            }
+                .extra(extra.clone())],
+                vec![Step::new(
+                    sc,
+                    &[&"decode", &"-qf", &"-T", &t, &archive, &"-o", &restored],
+                )
+                .extra(extra)],
+            )
+        };
+        let (encode, decode) = match self {
+            Tool::Sc(m) => sc_steps(format!("--mode={}", m.name()), Vec::new()),
+            Tool::ScLevel(l) => sc_steps(level(l), Vec::new()),
+            Tool::ScBase(m, b) => sc_steps(
+                format!("--mode={}", m.name()),
+                vec!["--base".into(), b.into()],
+            ),
             Tool::Cp => (
                 vec![Step::new(prog, &[&input, &archive])],
                 vec![Step::new(prog, &[&archive, &restored])],
@@ -387,8 +386,10 @@ mod tests {
         assert_eq!(Tool::parse("cp"), Ok(Tool::Cp));
         assert!(Tool::parse("gzip-0").is_err());
         assert!(Tool::parse("cp-3").is_err());
-        assert_eq!(Tool::parse("sc-9"), Ok(Tool::ScSigns));
-        assert!(Tool::parse("sc-6").is_err());
+        assert_eq!(Tool::parse("sc-9"), Ok(Tool::ScLevel(9)));
+        assert_eq!(Tool::parse("sc-6"), Ok(Tool::ScLevel(6)));
+        assert!(Tool::parse("sc-5").is_err());
+        assert!(Tool::parse("sc").is_err());
         assert!(Tool::parse("lz4").unwrap_err().contains("unknown"));
     }
 }
