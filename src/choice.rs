@@ -615,7 +615,8 @@ mod tests {
                 first: 0,
             };
             let (mut c0, mut c1) = (Vec::new(), Vec::new());
-            let (codec, _) = code_joint([&exps, &mans], &[rows], false, &mut c0, &mut c1).unwrap();
+            let (codec, _) =
+                code_joint([&exps, &mans], &[rows], SignModels::Off, &mut c0, &mut c1).unwrap();
             let (mut ctx, mut plain) = (Vec::new(), Vec::new());
             let layout = ctxjoint::Rows::at(32, 0);
             assert!(ctxjoint::encode(&exps, &mans, layout, &mut ctx));
@@ -633,21 +634,27 @@ mod tests {
 
     /// With sign models, a block whose columns lean to a sign takes the ctxsigns/signs pair,
     /// smaller than the plain pair and within the container's placement rules; coin-flip signs
-    /// keep the plain pair.
+    /// keep the plain pair. Where the signs save less than [`PAYING_SIGN_BITS`] per element,
+    /// only [`SignModels::Everywhere`] takes the signed pair.
     #[test]
     fn sign_models_take_the_signed_pair_where_it_is_smaller() {
         let mut rnd = crate::test_rng(0x51_6E5);
         let n = 40_000;
         let [exps, coin] = weight_planes(&mut rnd, n);
-        // Every other column of 40 mostly negative.
-        let leaning: Vec<u8> = (0..n)
-            .map(
-                |i: usize| match (i % 40).is_multiple_of(2) && !rnd().is_multiple_of(8) {
+        let mut lean = |share: fn(usize) -> u32| -> Vec<u8> {
+            (0..n)
+                .map(|i| match rnd() % 1000 < share(i) {
                     true => rnd() as u8 | 0x80,
-                    false => rnd() as u8,
-                },
-            )
-            .collect();
+                    false => rnd() as u8 & 0x7F,
+                })
+                .collect()
+        };
+        // Every other column of 40 mostly negative (7 in 8), or every column slightly (57%).
+        let strong = lean(|i| match i % 2 {
+            0 => 875,
+            _ => 500,
+        });
+        let slight = lean(|_| 570);
         let rows = TensorRows {
             lens: [40, 40],
             first: 0,
@@ -657,24 +664,38 @@ mod tests {
             transform: Transform::Exp16,
             plane_len: n as u32,
         };
-        for (mans, signed) in [(&leaning, true), (&coin, false)] {
+        let signed = (Codec::CtxSigns, Codec::Signs);
+        let plain = (Codec::CtxJoint, Codec::Raw6);
+        for (mans, everywhere, paying) in [
+            (&strong, signed, signed),
+            (&slight, signed, plain),
+            (&coin, plain, plain),
+        ] {
             let code = |signs| {
                 let (mut c0, mut c1) = (Vec::new(), Vec::new());
                 let pair = code_joint([&exps, mans], &[rows], signs, &mut c0, &mut c1).unwrap();
                 (pair, c0.len() + c1.len(), [c0.len(), c1.len()])
             };
-            let (plain, plain_len, _) = code(false);
-            let (pair, len, lens) = code(true);
-            assert_eq!(plain, (Codec::CtxJoint, Codec::Raw6));
-            match signed {
-                true => {
-                    assert_eq!(pair, (Codec::CtxSigns, Codec::Signs));
-                    assert!(len < plain_len, "{len} vs {plain_len}");
-                    for (k, (codec, coded)) in [pair.0, pair.1].into_iter().zip(lens).enumerate() {
-                        assert!((codec.spec().fits)(slot(k), coded as u32), "{codec:?}");
-                    }
+            let (off, plain_len, _) = code(SignModels::Off);
+            assert_eq!(off, plain);
+            for (signs, want) in [
+                (SignModels::Everywhere, everywhere),
+                (SignModels::Paying, paying),
+            ] {
+                let (pair, len, lens) = code(signs);
+                assert_eq!(pair, want, "{signs:?}");
+                if pair == plain {
+                    assert_eq!(len, plain_len);
+                    continue;
                 }
-                false => assert_eq!((pair, len), (plain, plain_len)),
+                let margin = match signs {
+                    SignModels::Paying => n / 512,
+                    _ => 0,
+                };
+                assert!(len + margin < plain_len, "{signs:?}: {len} vs {plain_len}");
+                for (k, (codec, coded)) in [pair.0, pair.1].into_iter().zip(lens).enumerate() {
+                    assert!((codec.spec().fits)(slot(k), coded as u32), "{codec:?}");
+                }
             }
         }
     }

@@ -6,7 +6,7 @@
 use crate::codec::{
     adaptive, basectx, context, ctxjoint, huffjoint, huffman, joint, range, raw6, sparse,
 };
-use crate::{Archive, Base, DecodeOptions, EncodeOptions, Mode};
+use crate::{Archive, Base, DecodeOptions, EncodeOptions, Mode, SignModels};
 use std::io::{sink, Cursor};
 use std::sync::OnceLock;
 

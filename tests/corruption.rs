@@ -15,7 +15,7 @@ use sc::container::{
 };
 use sc::pipeline::decode::decode_slice;
 use sc::transform::Transform;
-use sc::{decode, encode, inspect, DecodeOptions, EncodeOptions, Error, Mode};
+use sc::{decode, encode, inspect, DecodeOptions, EncodeOptions, Error, Mode, SignModels};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::io::Cursor;
@@ -1040,7 +1040,7 @@ fn version_of(archive: &[u8]) -> u16 {
 fn synthetic_signed_tensors_best_every_byte() {
     let opts = EncodeOptions {
         block_size: 64 << 10,
-        sign_models: true,
+        sign_models: SignModels::Everywhere,
         ..EncodeOptions::new(Mode::Best)
     };
     let fx = Fixture::with_options("synthetic signed tensors BEST", leaning_tensors(), opts);
@@ -1089,15 +1089,16 @@ fn sign_models_only_where_asked_for() {
     let plain = Fixture::from_archive(
         "BEST",
         file.clone(),
-        coded(Mode::Best, false),
+        coded(Mode::Best, SignModels::Off),
         Mode::Best,
         64 << 10,
     );
     assert_eq!(version_of(&plain.archive), 4);
     let codecs: Vec<Codec> = plain.blocks[0].planes.iter().map(|p| p.0).collect();
     assert_eq!(codecs, [Codec::CtxTensors, Codec::Raw6]);
-    let fast = coded(Mode::Fast, false);
-    assert!(fast == coded(Mode::Fast, true));
+    let fast = coded(Mode::Fast, SignModels::Off);
+    assert!(fast == coded(Mode::Fast, SignModels::Everywhere));
+    assert!(fast == coded(Mode::Fast, SignModels::Paying));
     assert!(version_of(&fast) < sc::container::SIGNS_VERSION);
     // A file that is not safetensors has no tensor columns to model: its archive is the same
     // with sign models, of the lowest version that holds it.
@@ -1110,9 +1111,10 @@ fn sign_models_only_where_asked_for() {
         };
         sc::encode_to_vec(&generic, &opts).unwrap()
     };
-    let plain = best(false);
+    let plain = best(SignModels::Off);
     assert!(version_of(&plain) < 4);
-    assert!(best(true) == plain);
+    assert!(best(SignModels::Everywhere) == plain);
+    assert!(best(SignModels::Paying) == plain);
 }
 
 #[test]

@@ -4,7 +4,9 @@
 
 use md5::{Digest, Md5};
 use proptest::prelude::*;
-use sc::{decode, encode, inspect, DecodeOptions, EncodeOptions, EncodeReport, Kind, Mode};
+use sc::{
+    decode, encode, inspect, DecodeOptions, EncodeOptions, EncodeReport, Kind, Mode, SignModels,
+};
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
@@ -140,8 +142,8 @@ fn roundtrip(input: &[u8], mode: Mode, block_size: u32) -> (Vec<u8>, EncodeRepor
 fn roundtrip_opts(input: &[u8], opts: &EncodeOptions) -> (Vec<u8>, EncodeReport) {
     let (mode, block_size) = (opts.mode, opts.block_size);
     let what = format!(
-        "{mode:?}{}, block {block_size}, {} bytes",
-        if opts.sign_models { " signs" } else { "" },
+        "{mode:?} (sign models {:?}), block {block_size}, {} bytes",
+        opts.sign_models,
         input.len()
     );
     let (archive, report) = encode_opts(input, Some(input.len() as u64), opts);
@@ -156,12 +158,18 @@ fn roundtrip_opts(input: &[u8], opts: &EncodeOptions) -> (Vec<u8>, EncodeReport)
     // BEST records the MD5 by default, FAST does not.
     assert_eq!(report.md5.is_some(), mode == Mode::Best, "{what}");
     check_decode(&archive, input, report.md5, &what);
-    check_inspect(&archive, input, &report, opts.sign_models, &what);
+    check_inspect(
+        &archive,
+        input,
+        &report,
+        opts.sign_models != SignModels::Off,
+        &what,
+    );
     (archive, report)
 }
 
 /// `sc::inspect` agrees with the encode report and accounts for every input byte; the archive
-/// was coded with sign models if `sign_models`.
+/// was coded with sign models allowed if `sign_models`.
 fn check_inspect(
     archive: &[u8],
     input: &[u8],
@@ -388,9 +396,12 @@ fn every_block_size_from_4k_to_64m() {
         // sign models ctxsigns where the signs pay.
         let mut seen = [false; 3];
         for shift in 12..=26 {
-            for (mode, sign_models) in
-                [(Mode::Fast, false), (Mode::Best, false), (Mode::Best, true)]
-            {
+            for (mode, sign_models) in [
+                (Mode::Fast, SignModels::Off),
+                (Mode::Best, SignModels::Off),
+                (Mode::Best, SignModels::Paying),
+                (Mode::Best, SignModels::Everywhere),
+            ] {
                 let opts = EncodeOptions {
                     block_size: 1 << shift,
                     sign_models,
@@ -402,7 +413,11 @@ fn every_block_size_from_4k_to_64m() {
                     let has =
                         ["ctxjoint", "ctxtensors", "ctxsigns"].map(|c| info.codecs.contains_key(c));
                     assert!(has.iter().any(|&h| h), "block {}", 1 << shift);
-                    assert!(sign_models || !has[2], "block {}", 1 << shift);
+                    assert!(
+                        sign_models != SignModels::Off || !has[2],
+                        "block {}",
+                        1 << shift
+                    );
                     seen = std::array::from_fn(|k| seen[k] || has[k]);
                 }
             }

@@ -471,6 +471,33 @@ mod tests {
         }
     }
 
+    /// The estimate from a quarter of the columns lands near what coding every sign saves,
+    /// in any parts, where the columns lean as much as each other (one to a sign, one to the
+    /// other); it is 0 for parts that do not fit.
+    #[test]
+    fn saving_estimate_follows_the_coded_saving() {
+        let layouts = [
+            vec![part(200_000, 500, 0)],
+            three_parts().to_vec(),
+            vec![part(30_000, 64, 1)],
+        ];
+        for parts in &layouts {
+            for leans in [&[51, 205][..], &FAIR] {
+                let (_, m) = planes(parts, leans, 11);
+                let mut out = Vec::new();
+                assert!(encode(&m, parts, &mut out));
+                let saved = (raw6::len(m.len()) as f64 - out.len() as f64) * 8.0 / m.len() as f64;
+                let estimate = saving_estimate(&m, parts);
+                assert!(
+                    (estimate - saved).abs() < 0.03,
+                    "{parts:?}: estimate {estimate} vs {saved}"
+                );
+            }
+        }
+        let m = vec![0x80; 100];
+        assert_eq!(saving_estimate(&m, &[part(99, 10, 0)]), 0.0);
+    }
+
     #[test]
     fn parts_that_do_not_fit_are_refused() {
         let m = vec![0x80u8; 100];
