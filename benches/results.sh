@@ -9,7 +9,7 @@
 # and /tmp/pocketnet.BF16.safetensors when they exist (benches/pt_to_safetensors.py says how to
 # make them). RUNS (default 3) alternating runs for the sweep, BENCH_RUNS (5) for the main comparison,
 # PEER_RUNS (1) for the comparison with xz, bzip2, gzip and shuffle+zstd, whose slow encoders
-# dominate the time. About 7 minutes on 2 cores for the default files.
+# dominate the time. About 9 minutes on 2 cores for the default files.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-3}
@@ -104,9 +104,11 @@ start=$(date +%s)
   show sweep "${files[@]}" --runs "$RUNS" --plot "$img"
   echo "## 3. Against the usual compressors"
   echo
-  echo "The default comparison (sc's modes, \`zstd -1\`, and \`cp\` as the floor):"
+  echo "The default comparison (sc's modes, \`zstd -1\`, and \`cp\` as the floor), with BEST's"
+  echo "levels beside it: \`sc -6\` without sign models, \`sc -9\` with them on every block they"
+  echo "make smaller (\`sc best\` uses them where they save 1 bit in 64 values):"
   echo
-  show bench "${files[@]}" --runs "$BENCH_RUNS"
+  show bench "${files[@]}" --runs "$BENCH_RUNS" --against sc-6,sc-9
   echo "With the other compressors and the byte-shuffle baseline (sc's planes, uncoded, then"
   echo "zstd: how much comes from the split and how much from sc's own coders):"
   echo

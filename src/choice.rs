@@ -70,7 +70,7 @@ const MODEL_SLACK_BYTES: f64 = 600.0;
 /// 5 of MiniLM's 54 blocks, which hold most of its gain) are worth their time.
 const PAYING_SIGN_BITS: f64 = 1.0 / 64.0;
 
-/// Where BEST codes the signs of a block with sign models, [`signs`]: a model per column of
+/// Where BEST codes the signs of a block with sign models (codec `signs`): a model per column of
 /// its tensors (weights of a column often lean to one sign).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]

@@ -153,8 +153,16 @@ fn the_excerpt_pair_codes_to_a_fraction_and_round_trips() {
         let in_memory = Base::from_bytes("tune-base.safetensors", base_bytes.clone()).unwrap();
         assert!(decode_to_vec(&archive, &with(&in_memory)).unwrap() == tune);
         let info = inspect(&mut Cursor::new(&archive)).unwrap();
-        // The kept header deflates: version 3; BEST on safetensors input is version 4.
-        assert_eq!(info.format_version, if mode == Mode::Best { 4 } else { 3 });
+        // The kept header deflates: version 3; BEST on safetensors input, with its sign
+        // models allowed by default, is version 5.
+        assert_eq!(
+            info.format_version,
+            if mode == Mode::Best {
+                sc::container::SIGNS_VERSION
+            } else {
+                3
+            }
+        );
         assert!(info.kept_header_stored < info.kept_header_len);
         assert_eq!(info.base_name.as_deref(), Some("tune-base.safetensors"));
         assert_eq!(info.based_tensors, 7);

@@ -107,8 +107,9 @@ fn encode_decode_verify_extract_with_the_base() {
         fs::remove_file(d.join("q.bin")).unwrap();
         // The dependency shows without the base.
         let info = text(&ok(sc(d, &["info", &archive], None)));
-        // References and a deflated kept header: version 3; BEST on safetensors: version 4.
-        let version = if m == "best" { 4 } else { 3 };
+        // References and a deflated kept header: version 3; BEST on safetensors, its sign
+        // models allowed: version 5.
+        let version = if m == "best" { 5 } else { 3 };
         let format = format!("format:      sc version {version}");
         assert!(info.contains(&format), "{info}");
         assert!(info.contains("kept:        safetensors header of 720 bytes, stored deflated"));

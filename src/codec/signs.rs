@@ -125,9 +125,9 @@ fn pack_fields(x: u64) -> u64 {
 /// apart to 6 bits each (bits 4..0 of each 6-bit field of a raw6 payload).
 #[inline(always)]
 fn spread_fields(f: u64) -> u64 {
-    let t = (f & 0xF_FFFF) | (f << 4 & 0xF_FFFF_00_0000);
+    let t = (f & 0xF_FFFF) | (f << 4 & 0x0FFF_FF00_0000);
     let t = (t & 0x0003_FF00_03FF) | (t << 2 & 0x3FF0_003F_F000);
-    (t & 0x01F0_1F01_F01F) | (t << 1 & 0x7C0_7C07_C07C0)
+    (t & 0x01F0_1F01_F01F) | (t << 1 & 0x7C07_C07C_07C0)
 }
 
 /// Eight signs, one a byte (0 or 1) in `s`, moved to bit 5 of each 6-bit field of a raw6

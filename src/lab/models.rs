@@ -2,7 +2,7 @@
 //! file, next to the order-0 entropies they are bounded by (`sc models`).
 
 use super::read_file_header;
-use crate::choice::ctx_parts;
+use crate::choice::{ctx_parts, SignModels};
 use crate::codec::ctxjoint::{self, Part, Rows, Variant};
 use crate::codec::{adaptive, context, huffjoint, huffman, joint, range, raw6, signs};
 use crate::error::{Error, Result};
@@ -67,13 +67,12 @@ const VARIANTS: [&str; 16] = [
 ];
 
 /// The variant BEST chooses for trained weights, measured in its own blocks
-/// ([`ctx_tensors_size`]).
-const CTX_TENSORS: &str =
-    "ctxtensors: blocks of several tensors as BEST plans them, each tensor in its rows, models shared (sc best)";
-
-/// That with each tensor column's signs modelled where it pays ([`ctx_tensors_size`]).
-const CTX_SIGNS: &str =
-    "ctxsigns: ctxtensors, and the signs modelled per column of each tensor (sc -9)";
+/// ([`ctx_tensors_size`]), without sign models, and with them as BEST and `-9` use them.
+const CTX_TENSORS: [&str; 3] = [
+    "ctxtensors: blocks of several tensors as BEST plans them, each tensor in its rows, models shared (sc -6)",
+    "ctxsigns: ctxtensors, and the signs modelled per column of each tensor where that saves 1 bit in 64 (sc best)",
+    "ctxsigns: ctxtensors, and the signs modelled per column of each tensor where that is smaller (sc -9)",
+];
 
 /// Coded size of a plane as the pipeline would store it (const, coded, or raw if smaller).
 fn stored(plane: &[u8], coded: usize) -> usize {
@@ -182,8 +181,8 @@ fn variant_sizes(raw: &[u8], rows: [Rows; 2]) -> [usize; 16] {
 /// Bytes of the file's 16-bit float data as BEST codes it: blocks of `block_size` planned as
 /// BEST plans them, several tensors to a block, each block's planes cut into parts that lie in
 /// their tensors' rows and coded with `ctxtensors` (models shared across the parts), plus the
-/// `raw6` plane; and those bytes with plane 1 coded as `signs` where that is smaller (sc -9).
-/// Returns both sizes, the values they hold and the blocks. Reads one block at a time.
+/// `raw6` plane; and those bytes with plane 1 coded as `signs` where BEST's default and `-9`
+/// take it ([`SignModels`]). Returns the three sizes, the values they hold and the blocks. Reads one block at a time.
 ///
 /// Only the blocks planned as [`Transform::Exp16`] are coded, and they hold exactly the BF16
 /// and F16 tensors' bytes that [`compare_models`] measures apart: the planner gives `Exp16`
@@ -194,7 +193,7 @@ fn ctx_tensors_size<R: Read + Seek>(
     r: &mut R,
     header: &Header,
     block_size: u32,
-) -> Result<([usize; 2], u64, u64)> {
+) -> Result<([usize; 3], u64, u64)> {
     let base = header.prefix_len();
     let end = base + header.tensors.last().map_or(0, |t| t.end);
     let plan = Planner::with_refs(
@@ -204,7 +203,7 @@ fn ctx_tensors_size<R: Read + Seek>(
         &Spans::default(),
         Mode::Best,
     );
-    let (mut bytes, mut values, mut blocks) = ([0, 0], 0, 0);
+    let (mut bytes, mut values, mut blocks) = ([0; 3], 0, 0);
     let (mut raw, mut exp, mut scratch) = (Vec::new(), vec![Vec::new(), Vec::new()], Vec::new());
     for spec in plan.take_while(|b| b.offset < end) {
         if spec.transform != Transform::Exp16 {
@@ -221,14 +220,17 @@ fn ctx_tensors_size<R: Read + Seek>(
             Some(_) => head.len() + raw6::len(exp[1].len()),
             None => joint_size(&exp),
         };
-        // As `sc -9` codes it: the signed pair where it is the smaller.
+        // As BEST and `sc -9` code it: the signed pair where it is smaller by their margins.
+        let head_len = codec.and_then(|c| ctxjoint::signed_len(c, head.len()));
         let mut signs = Vec::new();
-        let signed = match codec.and_then(|c| ctxjoint::signed_len(c, head.len())) {
-            Some(len) if signs::encode(&exp[1], &parts, &mut signs) => size.min(len + signs.len()),
+        let signed = head_len.filter(|_| signs::encode(&exp[1], &parts, &mut signs));
+        let with = |models: SignModels| match (signed, models.margin(&exp[1], &parts)) {
+            (Some(len), Some(margin)) if len + signs.len() + margin < size => len + signs.len(),
             _ => size,
         };
         bytes[0] += size;
-        bytes[1] += signed;
+        bytes[1] += with(SignModels::Paying);
+        bytes[2] += with(SignModels::Everywhere);
         values += spec.len / 2;
         blocks += 1;
     }
@@ -292,8 +294,7 @@ pub fn compare_models<R: Read + Seek>(r: &mut R, block_size: u32) -> Result<Mode
             "the file has no BF16 or F16 tensors to model".into(),
         ));
     }
-    let ([ctx_tensors, ctx_signs], ctx_values, best_blocks) =
-        ctx_tensors_size(r, &header, block_size)?;
+    let (ctx_sizes, ctx_values, best_blocks) = ctx_tensors_size(r, &header, block_size)?;
     // The last row compares like for like only over the same values (ctx_tensors_size says
     // why it does); a plan that mixed other bytes into those blocks would be a planner bug.
     debug_assert_eq!(
@@ -323,14 +324,15 @@ pub fn compare_models<R: Read + Seek>(r: &mut R, block_size: u32) -> Result<Mode
         name,
         bytes: b as f64,
     }));
-    rows.push(ModelRow {
-        name: CTX_TENSORS,
-        bytes: ctx_tensors as f64,
-    });
-    rows.push(ModelRow {
-        name: CTX_SIGNS,
-        bytes: ctx_signs as f64,
-    });
+    rows.extend(
+        CTX_TENSORS
+            .iter()
+            .zip(ctx_sizes)
+            .map(|(&name, b)| ModelRow {
+                name,
+                bytes: b as f64,
+            }),
+    );
     Ok(ModelReport {
         values,
         blocks,
@@ -421,15 +423,16 @@ mod tests {
             .collect();
         let rep = compare_models(&mut std::io::Cursor::new(file(&tensors)), 64 << 10).unwrap();
         assert_eq!((rep.values, rep.blocks, rep.best_blocks), (8 * 2048, 8, 1));
-        let shared = row(&rep, CTX_TENSORS).bytes;
+        let shared = row(&rep, CTX_TENSORS[0]).bytes;
         let apart = row(&rep, VARIANTS[15]).bytes;
         assert!(
             shared < apart,
             "ctxtensors {shared} vs ctxjoint a block per tensor {apart}"
         );
-        assert_eq!(rep.rows[rep.rows.len() - 2].name, CTX_TENSORS);
-        // Signs that are coin flips: modelling them saves nothing.
-        assert!(row(&rep, CTX_SIGNS).bytes >= shared - 16.0);
+        assert_eq!(rep.rows[rep.rows.len() - 3].name, CTX_TENSORS[0]);
+        // Signs that are coin flips: modelling them saves nothing, and BEST does not try.
+        assert!(row(&rep, CTX_TENSORS[2]).bytes >= shared - 16.0);
+        assert_eq!(row(&rep, CTX_TENSORS[1]).bytes, shared);
     }
 
     #[test]
@@ -443,13 +446,14 @@ mod tests {
         }
         let file = file(&[("w", "BF16", vec![128, 96], w)]);
         let rep = compare_models(&mut std::io::Cursor::new(file), 64 << 10).unwrap();
-        let (plain, signed) = (row(&rep, CTX_TENSORS).bytes, row(&rep, CTX_SIGNS).bytes);
+        let plain = row(&rep, CTX_TENSORS[0]).bytes;
         // A third of the signs at about H(0.8) = 0.72 bits instead of 1: 128 x 32 x 0.28
-        // bits, some 140 bytes, less what the models pay to learn.
-        assert!(
-            signed < plain - 80.0,
-            "ctxsigns {signed} vs ctxtensors {plain}"
-        );
+        // bits, some 140 bytes (0.09 bits a value, so BEST takes them too), less what the
+        // models pay to learn.
+        for name in &CTX_TENSORS[1..] {
+            let signed = row(&rep, name).bytes;
+            assert!(signed < plain - 80.0, "{name}: {signed} vs {plain}");
+        }
     }
 
     #[test]
@@ -468,7 +472,7 @@ mod tests {
             (rep.values, rep.blocks, rep.best_blocks),
             (2048 + 5 + 1024, 3, 3)
         );
-        let best = row(&rep, CTX_TENSORS).bytes;
+        let best = row(&rep, CTX_TENSORS[0]).bytes;
         assert!(best > 0.0 && best < 2.0 * rep.values as f64, "{best}");
     }
 }

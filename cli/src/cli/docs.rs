@@ -57,11 +57,12 @@ each of 1024 values or more coded in its own rows while the models run on across
 (ctxtensors, format version 4). Elsewhere the symbol is coded with one adaptive model (joint). A plane that does not shrink is
 stored as it is.
 
--9 is BEST with sign models: in blocks of tensors each value's sign, which raw6 stores as it
-is, is range coded with an adaptive model per column of its tensor's rows, and the other five
-bits are packed raw (ctxsigns and signs, where that pair is the smaller). Such archives of
-safetensors files are format version 5; they come out slightly smaller than those of --best (and -6 to -8) and
-decode more slowly.
+Sign models (BEST): in blocks of tensors each value's sign, which raw6 stores as it is, is
+range coded with an adaptive model per column of its tensor's rows, and the other five bits are
+packed raw (ctxsigns and signs). --best, -7 and -8 use them on the blocks where they save at
+least 1 bit in 64 values, -9 on every block they make smaller (smallest, decodes slowest), -6
+nowhere (decodes fastest). Archives of safetensors files coded with sign models allowed are
+format version 5; -6 writes version 4 at most.
 
 Fine-tunes (--base BASE): a tensor with a namesake of the same dtype and shape in the base is
 coded block by block as its difference from it where that measures smaller: BF16 and F16 sub16
