@@ -348,9 +348,10 @@ fn part_rows(
 
 /// BEST: planes 0 and 1 of an exponent-aligned block as a ctxjoint/raw6 pair, or joint/raw6
 /// when the block holds no tensor whose rows it would follow or is small and codes smaller so
-/// (see [`JOINT_TRIAL_MAX`]); or a ctxsigns/signs pair where `signs` asks for one and it is
-/// smaller by the margin that asks ([`SignModels::margin`]). `None`, leaving the buffers to be overwritten, when the pair does not
-/// apply or does not pay (see [`MODEL_SLACK_RATIO`]).
+/// (see [`JOINT_TRIAL_MAX`]); or a ctxsigns/signs pair where `signs` allows one and it is
+/// smaller by the margin `signs` asks for ([`SignModels::margin`]). `None`, leaving the buffers
+/// to be overwritten, when the pair does not apply or does not pay (see
+/// [`MODEL_SLACK_RATIO`]).
 fn code_joint(
     p: [&[u8]; 2],
     rows: &[TensorRows],
