@@ -166,10 +166,10 @@ fn cost_table() -> &'static [u16; 4096] {
     })
 }
 
-/// The bits per element that coding the signs of `mans` (lying in `parts`; 0 if they do not fit)
-/// with their column models would save over storing them, estimated by running the models of
-/// every [`SAMPLE`]th column of each part (the columns' models are independent of each other):
-/// a quarter of [`encode`]'s modelling work and none of its coding.
+/// The bits per element that coding the signs of `mans` (lying in `parts`; 0 if they do not
+/// fit) with their column models would save over storing them, estimated by running the models
+/// of every fourth column of each part (`SAMPLE`; the columns' models are independent of each
+/// other): a quarter of [`encode`]'s modelling work and none of its coding.
 pub fn saving_estimate(mans: &[u8], parts: &[Part]) -> f64 {
     if !parts_fit(parts, mans.len()) {
         return 0.0;
