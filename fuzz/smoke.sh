@@ -46,6 +46,7 @@ printf '\001' | cat - testdata/tiny.safetensors > fuzz/corpus/roundtrip/tiny-bes
 printf '\010' | cat - testdata/tiny-tune.safetensors > fuzz/corpus/roundtrip/tune-fast
 printf '\011' | cat - testdata/tiny-tune.safetensors > fuzz/corpus/roundtrip/tune-best
 printf '\025' | cat - testdata/tensors.safetensors > fuzz/corpus/roundtrip/tensors-best-signs
+printf '\045' | cat - testdata/tensors.safetensors > fuzz/corpus/roundtrip/tensors-best-nosigns
 head -c 3000 testdata/sample.safetensors > fuzz/corpus/roundtrip/sample-head
 for t in container entropy roundtrip; do
   cp fuzz/regressions/$t/* fuzz/corpus/$t/ 2>/dev/null || true

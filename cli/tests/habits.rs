@@ -403,6 +403,23 @@ fn levels_map_onto_the_modes() {
         ok(sc(d, &args, None));
         assert_eq!(mode(&d.join("t.safetensors.sc")), want, "{flags:?}");
     }
+    // BEST's levels: -6 leaves the sign models out (format version 4), the others allow them
+    // (version 5).
+    let versions: [(&[&str], u16); 5] = [
+        (&["-6"], 4),
+        (&["-7"], 5),
+        (&["--best"], 5),
+        (&["-m", "best"], 5),
+        (&["-9"], 5),
+    ];
+    for (flags, want) in versions {
+        let mut args = vec!["encode", "-q", "-f", "t.safetensors"];
+        args.extend_from_slice(flags);
+        ok(sc(d, &args, None));
+        let mut f = fs::File::open(d.join("t.safetensors.sc")).unwrap();
+        let version = sc::inspect(&mut f).unwrap().format_version;
+        assert_eq!(version, want, "{flags:?}");
+    }
     let help = ok(sc(d, &["encode", "--help"], None));
     let help = String::from_utf8_lossy(&help.stdout);
     assert!(

@@ -25,9 +25,10 @@
 //! context keeps its meaning from part to part: it names a magnitude relative to the block's
 //! context base.
 //!
-//! With sign models (`sc -9`), [`SIGNED_SPEC`] (id 13, `ctxsigns`) codes the same keys in one
-//! part or more, and plane 1 is [`signs`](super::signs): each sign is modelled in its tensor's column. The
-//! decoder decodes each quad's signs beside its keys.
+//! With sign models (BEST's default where they pay, `sc -9` wherever they are smaller),
+//! [`SIGNED_SPEC`] (id 13, `ctxsigns`) codes the same keys in one part or more, and plane 1 is
+//! [`signs`](super::signs): each sign is modelled in its tensor's column. The decoder decodes
+//! each quad's signs beside its keys.
 //!
 //! Payload (see docs/FORMAT.md): the joint alphabet, `u32` row length, `u32` first column,
 //! `i16` context base, then two streams of the elements' ranks; for `ctxtensors` and

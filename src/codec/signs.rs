@@ -150,8 +150,12 @@ fn raw_group(signs: [u8; 8], fields: &[u8; 5]) -> [u8; 8] {
     (spread_fields(u64::from_le_bytes(f)) | spread_signs(u64::from_le_bytes(signs))).to_le_bytes()
 }
 
-/// Columns of a part that [`saving_estimate`] runs the models on: every this many.
-const SAMPLE: usize = 4;
+/// Whether [`saving_estimate`] runs the model of column `c`: about one column in four, picked
+/// by a multiplicative hash, so that columns that differ with a period (pairs, fours) are
+/// sampled alike; column 0 always is.
+fn sampled(c: u32) -> bool {
+    c.wrapping_mul(0x9E37_79B1) >> 30 == 0
+}
 
 /// The code length of a sign that a column's model gave probability `q` of 4096, in 1/4096
 /// bit, for `q` in `[255, 3841]` (see [`coding_prob`]).
@@ -168,7 +172,7 @@ fn cost_table() -> &'static [u16; 4096] {
 
 /// The bits per element that coding the signs of `mans` (lying in `parts`; 0 if they do not
 /// fit) with their column models would save over storing them, estimated by running the models
-/// of every fourth column of each part (`SAMPLE`; the columns' models are independent of each
+/// of the [`sampled`] columns of each part (the columns' models are independent of each
 /// other): a quarter of [`encode`]'s modelling work and none of its coding.
 pub fn saving_estimate(mans: &[u8], parts: &[Part]) -> f64 {
     if !parts_fit(parts, mans.len()) {
@@ -176,20 +180,23 @@ pub fn saving_estimate(mans: &[u8], parts: &[Part]) -> f64 {
     }
     let cost = cost_table();
     let (mut bits, mut count) = (0u64, 0u64);
-    let mut states = Vec::new();
+    let (mut columns, mut states) = (Vec::new(), Vec::new());
     let mut k = 0;
     for part in parts {
         let len = part.rows.len as usize;
+        columns.clear();
+        columns.extend((0..part.rows.len).filter(|&c| sampled(c)));
         states.clear();
-        states.resize(len.div_ceil(SAMPLE), FRESH);
+        states.resize(columns.len(), FRESH);
         let m = &mans[k..k + part.len];
-        let (mut at, mut column) = (0, part.rows.phase as usize);
+        let (mut at, mut first) = (0, part.rows.phase as usize);
         while at < m.len() {
-            let row = &m[at..at + (len - column).min(m.len() - at)];
-            let skip = (SAMPLE - column % SAMPLE) % SAMPLE;
-            for (j, &x) in row.iter().enumerate().skip(skip).step_by(SAMPLE) {
-                let s = &mut states[(column + j) / SAMPLE];
-                let bit = (x >> 7) as u32;
+            // A row, or the part of one in `m`, from column `first` on.
+            let row = &m[at..at + (len - first).min(m.len() - at)];
+            let lo = columns.partition_point(|&c| (c as usize) < first);
+            let hi = columns.partition_point(|&c| (c as usize) < first + row.len());
+            for (s, &c) in states[lo..hi].iter_mut().zip(&columns[lo..hi]) {
+                let bit = (row[c as usize - first] >> 7) as u32;
                 let p = coding_prob(*s);
                 let q = if bit == 0 { p } else { 4096 - p };
                 bits += cost[q as usize] as u64;
@@ -197,7 +204,7 @@ pub fn saving_estimate(mans: &[u8], parts: &[Part]) -> f64 {
                 *s = update(*s, bit);
             }
             at += row.len();
-            column = 0;
+            first = 0;
         }
         k += part.len;
     }

@@ -182,7 +182,8 @@ fn variant_sizes(raw: &[u8], rows: [Rows; 2]) -> [usize; 16] {
 /// BEST plans them, several tensors to a block, each block's planes cut into parts that lie in
 /// their tensors' rows and coded with `ctxtensors` (models shared across the parts), plus the
 /// `raw6` plane; and those bytes with plane 1 coded as `signs` where BEST's default and `-9`
-/// take it ([`SignModels`]). Returns the three sizes, the values they hold and the blocks. Reads one block at a time.
+/// take it ([`SignModels`]). Returns the three sizes, the values they hold and the blocks.
+/// Reads one block at a time.
 ///
 /// Only the blocks planned as [`Transform::Exp16`] are coded, and they hold exactly the BF16
 /// and F16 tensors' bytes that [`compare_models`] measures apart: the planner gives `Exp16`
