@@ -373,7 +373,6 @@ fn code_joint(
             ),
         },
         || {
-            raw6::encode(p[1], c1);
             let bits = entropy_bits(&histogram(p[0])) + entropy_bits(&histogram(p[1]));
             bits * n as f64 / 8.0
         },
@@ -381,19 +380,23 @@ fn code_joint(
     let mut pair = (codec, Codec::Raw6);
     // The signed pair replaces the plain one where it is smaller as a whole by the margin
     // `signs` asks for and fits where the plain one would. Where it would not save that margin
-    // by the models' estimate, it is not coded.
+    // by the models' estimate, it is not coded. The signs payload is coded straight into `c1`
+    // (raw6's length follows from the plane's), so that a block holds one plane-1 payload.
     let signed_len = ctxjoint::signed_len(codec, c0.len());
     if let Some((head, margin)) =
         signed_len.and_then(|head| Some((head, signs.margin(p[1], &parts)?)))
     {
-        let mut signed = Vec::new();
-        let smaller = signs::encode(p[1], &parts, &mut signed)
-            && head + signed.len() + margin < c0.len() + c1.len()
+        let smaller = signs::encode(p[1], &parts, c1)
+            && head + c1.len() + margin < c0.len() + raw6::len(n)
             && raw6::pair_fits(head as u32, n as u32);
         if smaller && ctxjoint::into_signed(codec, &parts, c0) {
-            std::mem::swap(c1, &mut signed);
             pair = (Codec::CtxSigns, Codec::Signs);
+        } else {
+            c1.clear();
         }
+    }
+    if pair.1 == Codec::Raw6 {
+        raw6::encode(p[1], c1);
     }
     let total = c0.len() + c1.len();
     let pays = (total as f64) < estimate * MODEL_SLACK_RATIO + MODEL_SLACK_BYTES;

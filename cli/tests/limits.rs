@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::measure;
+use common::{measure, tensor_ranges};
 
 const MIB: u64 = 1 << 20;
 const BUDGET: u64 = 256 * MIB;
@@ -69,7 +69,8 @@ fn decoding_huge_blocks_stays_within_the_budget() {
     );
 }
 
-/// Encoding with 64 MiB blocks at `-T 16` stays within the default budget.
+/// Encoding with 64 MiB blocks at `-T 16` stays within the default budget, in BEST mode also
+/// for a safetensors file of weights.
 #[test]
 fn encoding_huge_blocks_stays_within_the_budget() {
     let dir = tempfile::tempdir().unwrap();
@@ -86,11 +87,45 @@ fn encoding_huge_blocks_stays_within_the_budget() {
     }
     big.truncate(256 << 20);
     std::fs::write(d.join("big.bin"), &big).unwrap();
+    // The sample's token embeddings over and over as one BF16 tensor of rows of 384 in a
+    // safetensors file: BEST codes its blocks with the context models and the sign models.
+    let (_, embeddings) = tensor_ranges(&sample)
+        .into_iter()
+        .find(|(name, _)| name == "embeddings.word_embeddings.weight")
+        .unwrap();
+    let values: Vec<u8> = sample[embeddings]
+        .iter()
+        .copied()
+        .cycle()
+        .take(big.len() / 768 * 768)
+        .collect();
     drop(big);
+    let json = format!(
+        r#"{{"w":{{"dtype":"BF16","shape":[{},384],"data_offsets":[0,{}]}}}}"#,
+        values.len() / 768,
+        values.len()
+    );
+    let mut st = (json.len() as u64).to_le_bytes().to_vec();
+    st.extend_from_slice(json.as_bytes());
+    st.extend_from_slice(&values);
+    drop(values);
+    std::fs::write(d.join("big.safetensors"), &st).unwrap();
+    drop(st);
     for args in [
         &["encode", "-q", "-b", "64M", "-T", "16", "big.bin"][..],
         &[
             "encode", "-q", "-f", "-b", "64M", "-T", "16", "-m", "best", "big.bin",
+        ],
+        &[
+            "encode",
+            "-q",
+            "-b",
+            "64M",
+            "-T",
+            "16",
+            "-m",
+            "best",
+            "big.safetensors",
         ],
     ] {
         let m = measure(d, args);

@@ -121,6 +121,9 @@ const INHERIT: u64 = 1000;
 const RANGE: i32 = 24;
 /// Elements are modelled in quads: the contexts of a quad's elements are computed together.
 const QUAD: usize = 4;
+/// Elements whose contexts the encoder finds at a time, a multiple of [`QUAD`]: the contexts
+/// of a whole 64 MiB block would take 32 MiB more.
+const CONTEXT_CHUNK: usize = 1 << 16;
 /// The contexts of quad `q` are computed from the elements of quads `0..q - 1`: the quad in
 /// between is still being decoded.
 const LAG: usize = 2 * QUAD;
@@ -723,10 +726,15 @@ pub(crate) fn encode_variant(
     let base = base_of(&keys, &mag, shift);
     alphabet.write(out);
     write_layout(parts, base, out);
-    // The contexts depend on the keys only, so they are found in a pass of their own.
-    let mut contexts = Vec::with_capacity(keys.len());
     let mut scale = Scale::new(base, shift);
     let (te, _) = alphabet.expansion();
+    let mut models = Models::new(alphabet.len());
+    models.inherit = variant != Variant::Uninherited;
+    let mut e = [(); 2].map(|_| Encoder::with_capacity(keys.len() / 3 + 16));
+    // The contexts depend on the keys only, so they are found in passes of their own, over
+    // chunks of a part (the chunks start at even elements, so each pair's first key still goes
+    // to stream 0).
+    let mut contexts = Vec::with_capacity(CONTEXT_CHUNK.min(keys.len()));
     let mut at = 0;
     for part in parts {
         let keys = &keys[at..at + part.len];
@@ -736,26 +744,31 @@ pub(crate) fn encode_variant(
             Variant::RecentExponent | Variant::RecentExponentAndUp => {
                 let exponents: Vec<u8> = keys.iter().map(|&k| te[k as usize]).collect();
                 let up = variant == Variant::RecentExponentAndUp;
-                contexts.extend(recent_exponent_contexts(&exponents, part.rows, up));
+                contexts = recent_exponent_contexts(&exponents, part.rows, up);
+                encode_keys(&mut models, &mut e, keys, &contexts);
             }
-            _ => scale_contexts(keys, &mag, &mut scale, variant, &mut contexts),
+            _ => {
+                let mean_row = scale.row();
+                for start in (0..keys.len()).step_by(CONTEXT_CHUNK) {
+                    let end = (start + CONTEXT_CHUNK).min(keys.len());
+                    contexts.clear();
+                    let quads = start / QUAD..end.div_ceil(QUAD);
+                    scale_contexts(
+                        keys,
+                        quads,
+                        mean_row,
+                        &mag,
+                        &mut scale,
+                        variant,
+                        &mut contexts,
+                    );
+                    encode_keys(&mut models, &mut e, &keys[start..end], &contexts);
+                }
+            }
         }
     }
     scale.keep();
-    let mut models = Models::new(alphabet.len());
-    models.inherit = variant != Variant::Uninherited;
-    let mut e0 = Encoder::with_capacity(keys.len() / 3 + 16);
-    let mut e1 = Encoder::with_capacity(keys.len() / 3 + 16);
-    let pairs = keys.chunks_exact(2).zip(contexts.chunks_exact(2));
-    for (k, c) in pairs {
-        models.get(c[0] as usize).encode(&mut e0, k[0]);
-        models.get(c[1] as usize).encode(&mut e1, k[1]);
-    }
-    if let (Some(&k), Some(&c)) = (keys.last(), contexts.last()) {
-        if keys.len() % 2 == 1 {
-            models.get(c as usize).encode(&mut e0, k);
-        }
-    }
+    let [e0, e1] = e;
     finish_two(out, e0, e1);
     true
 }
@@ -820,17 +833,37 @@ fn write_table(parts: &[Part], base: i16, out: &mut Vec<u8>) {
     }
 }
 
-/// Appends to `contexts` the context of every element of `keys` under `scale` (or, for the
-/// [`Variant::Rows`] and [`Variant::Columns`] measurements, under half of it).
+/// Codes `keys` with their `contexts` into the two streams, each pair's first key in stream 0;
+/// an odd last key (the plane's) goes to stream 0.
+fn encode_keys(models: &mut Models, e: &mut [Encoder; 2], keys: &[u8], contexts: &[u8]) {
+    let [e0, e1] = e;
+    let pairs = keys.chunks_exact(2).zip(contexts.chunks_exact(2));
+    for (k, c) in pairs {
+        models.get(c[0] as usize).encode(e0, k[0]);
+        models.get(c[1] as usize).encode(e1, k[1]);
+    }
+    if let (Some(&k), Some(&c)) = (keys.last(), contexts.last()) {
+        if keys.len() % 2 == 1 {
+            models.get(c as usize).encode(e0, k);
+        }
+    }
+}
+
+/// Appends to `contexts` the context of every element of `quads` of a part's `keys` under
+/// `scale` (or, for the [`Variant::Rows`] and [`Variant::Columns`] measurements, under half of
+/// it), which has seen the quads before them; `mean_row` is the row estimate at the part's
+/// start.
 fn scale_contexts(
     keys: &[u8],
+    quads: std::ops::Range<usize>,
+    mean_row: i32,
     mag: &[u64; 256],
     scale: &mut Scale,
     variant: Variant,
     contexts: &mut Vec<u8>,
 ) {
-    let mean_row = scale.row();
-    for (q, quad) in keys.chunks(QUAD).enumerate() {
+    for q in quads {
+        let quad = &keys[q * QUAD..((q + 1) * QUAD).min(keys.len())];
         if q >= 2 {
             let k = &keys[(q - 2) * QUAD..(q - 1) * QUAD];
             scale.add_quad([0, 1, 2, 3].map(|j| mag[k[j] as usize]));
