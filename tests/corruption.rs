@@ -1212,6 +1212,10 @@ const TENSORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/tensors.saf
 /// tensors, coded as a ctxtensors/raw6 pair, after a deflated kept header.
 const BEST_V4: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/tensors.best-v4.sc");
 
+/// That file as a BEST archive of format version 5 with sign models (8 KiB blocks): its one
+/// block holds all four tensors, coded as a ctxsigns/signs pair.
+const BEST_V5: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/tensors.best-v5.sc");
+
 /// Checks that the committed BEST archive `path` of `input` says format `version` and keeps its
 /// header deflated, then decodes and mutates every byte of it and every header field.
 fn versioned_archive_every_byte(
@@ -1240,6 +1244,12 @@ fn version_3_deflated_header_archive_every_byte() {
 fn version_4_ctxtensors_archive_every_byte() {
     let pair = [Codec::CtxTensors, Codec::Raw6];
     versioned_archive_every_byte(4, TENSORS, BEST_V4, 8192, pair);
+}
+
+#[test]
+fn version_5_ctxsigns_archive_every_byte() {
+    let pair = [Codec::CtxSigns, Codec::Signs];
+    versioned_archive_every_byte(5, TENSORS, BEST_V5, 8192, pair);
 }
 
 #[test]
