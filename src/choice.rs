@@ -363,6 +363,8 @@ fn code_joint(
     c0.clear();
     c1.clear();
     let n = p[0].len();
+    // Without sign models plane 1 is raw6 whatever plane 0 takes: coded beside plane 0.
+    let raw6_now = signs == SignModels::Off;
     let ((coded, codec, parts), estimate) = rayon::join(
         || match rows.is_empty() {
             false => code_ctxjoint(p, rows, c0),
@@ -373,6 +375,9 @@ fn code_joint(
             ),
         },
         || {
+            if raw6_now {
+                raw6::encode(p[1], c1);
+            }
             let bits = entropy_bits(&histogram(p[0])) + entropy_bits(&histogram(p[1]));
             bits * n as f64 / 8.0
         },
@@ -382,10 +387,9 @@ fn code_joint(
     // `signs` asks for and fits where the plain one would. Where it would not save that margin
     // by the models' estimate, it is not coded. The signs payload is coded straight into `c1`
     // (raw6's length follows from the plane's), so that a block holds one plane-1 payload.
-    let signed_len = ctxjoint::signed_len(codec, c0.len());
-    if let Some((head, margin)) =
-        signed_len.and_then(|head| Some((head, signs.margin(p[1], &parts)?)))
-    {
+    let tried = ctxjoint::signed_len(codec, c0.len())
+        .and_then(|head| signs.margin(p[1], &parts).map(|margin| (head, margin)));
+    if let Some((head, margin)) = tried {
         let smaller = signs::encode(p[1], &parts, c1)
             && head + c1.len() + margin < c0.len() + raw6::len(n)
             && raw6::pair_fits(head as u32, n as u32);
@@ -395,7 +399,7 @@ fn code_joint(
             c1.clear();
         }
     }
-    if pair.1 == Codec::Raw6 {
+    if pair.1 == Codec::Raw6 && !raw6_now {
         raw6::encode(p[1], c1);
     }
     let total = c0.len() + c1.len();

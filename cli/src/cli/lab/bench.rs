@@ -62,11 +62,10 @@ pub enum Tool {
 impl Tool {
     fn parse(s: &str) -> std::result::Result<Tool, String> {
         let s = s.trim().to_ascii_lowercase();
-        let (name, level) = match s.rsplit_once('-') {
+        let (name, given) = match s.rsplit_once('-') {
             Some((n, l)) if l.parse::<u32>().is_ok() => (n, l.parse::<u32>().ok()),
             _ => (s.as_str(), None),
         };
-        let given = level;
         let level = |default: u32, range: std::ops::RangeInclusive<u32>| {
             let l = given.unwrap_or(default);
             match range.contains(&l) {
