@@ -310,7 +310,6 @@ fn folder_jobs(
 ) -> Result<()> {
     let (mut files, mut others) = (Vec::new(), Vec::new());
     walk(root, target, &mut files, &mut others)?;
-    // Said of each entry that would be coded or copied if it were a regular file.
     for (path, what) in others {
         let rel = path.strip_prefix(root).unwrap_or(&path);
         if !quiet && (base.is_some() || found(rel).is_some()) {
