@@ -436,3 +436,100 @@ fn several_inputs_json_help_and_man_page_know_the_base() {
     let page = fs::read_to_string(d.join("man/sc-encode.1")).unwrap();
     assert!(page.contains("\\-\\-base"), "{page}");
 }
+
+/// A base whose name holds control characters is shown by `info` and `list` with each escaped
+/// once (`\u{1b}`), not its escape escaped again.
+#[test]
+fn a_base_name_with_control_characters_is_escaped_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let (b, _) = pair(d);
+    let name = "b\u{1b}[2Jase\r.safetensors";
+    fs::rename(b, d.join(name)).unwrap();
+    ok(sc(
+        d,
+        &[
+            "encode",
+            "-q",
+            "--base",
+            name,
+            "tune.safetensors",
+            "-o",
+            "t.sc",
+        ],
+        None,
+    ));
+    let shown = "\"b\\u{1b}[2Jase\\r.safetensors\"";
+    for cmd in ["info", "list"] {
+        let out = text(&ok(sc(d, &[cmd, "t.sc"], None)));
+        assert!(out.contains(shown), "{cmd}: {out}");
+        assert!(!out.contains("\\\\"), "{cmd}: {out}");
+    }
+}
+
+/// At the default memory budget blocks in flight shrink to one whatever the block size: a
+/// fine-tune coded against its base in 64 MiB blocks, one of which in flight needs more than
+/// the default 256 MiB, encodes, decodes, verifies and extracts. A `--memory` too small says
+/// what one block needs in the terms README counts it in.
+#[test]
+fn a_base_with_64_mib_blocks_works_at_the_default_memory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    pair(d);
+    let with_base = |args: &[&str]| {
+        let mut all = vec![args[0], "-q", "--base", "base.safetensors"];
+        all.extend_from_slice(&args[1..]);
+        sc(d, &all, None)
+    };
+    ok(with_base(&[
+        "encode",
+        "-b",
+        "64M",
+        "tune.safetensors",
+        "-o",
+        "t.sc",
+    ]));
+    ok(with_base(&["decode", "t.sc", "-o", "t.out"]));
+    assert_eq!(fs::read(d.join("t.out")).unwrap(), fs::read(TUNE).unwrap());
+    ok(with_base(&["verify", "t.sc", "tune.safetensors"]));
+    let name = "encoder.layer.0.attention.self.query.weight";
+    ok(with_base(&[
+        "extract",
+        "-t",
+        name,
+        "t.sc",
+        "-o",
+        "q.safetensors",
+    ]));
+    ok(sc(d, &["list", "t.sc"], None));
+    let err = fails(
+        with_base(&["decode", "--memory", "100M", "t.sc", "-o", "t2.out"]),
+        "too small for blocks of 67108864 bytes coded against a base or repeated tensors",
+    );
+    // "... needs N MiB: 4.5 block sizes of buffers (288 MiB) and F MiB for the program ..."
+    let number = |after: &str| -> f64 {
+        let at = err
+            .find(after)
+            .unwrap_or_else(|| panic!("{after:?} not in {err}"))
+            + after.len();
+        let digits = err[at..].split(|c: char| !c.is_ascii_digit() && c != '.');
+        digits.into_iter().next().unwrap().parse().unwrap()
+    };
+    let (need, blocks) = (number("needs "), number("MiB: "));
+    let (buffers, fixed) = (number("buffers ("), number("MiB) and "));
+    assert_eq!(blocks, 4.5, "{err}");
+    assert_eq!(buffers, 4.5 * 64.0, "{err}");
+    assert!(
+        need >= buffers + fixed && need < buffers + fixed + 1.0,
+        "{err}"
+    );
+    let readme = fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let readme = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    for says in [
+        "4.5 with `--base` or repeated tensors",
+        "a run needs 24 MiB besides and 128 KiB per worker thread",
+    ] {
+        assert!(readme.contains(says), "README lacks {says:?}");
+    }
+    assert!(fixed >= 24.0, "{err}");
+}

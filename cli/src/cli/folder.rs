@@ -6,7 +6,7 @@
 //! at the end reports them all.
 
 use super::output::Settings;
-use super::text::printable;
+use super::text::{left, printable};
 use super::{
     decode_one, encode_one, is_stdio, mb_per_s, memory, note, progress_bar, write_with, Common,
     DecodeArgs, EncodeArgs, OutputArgs,
@@ -107,8 +107,14 @@ struct Job {
 type Outcome = Result<(u64, u64, f64)>;
 
 /// Every regular file below `root` (following links to files, not to directories), sorted,
-/// leaving out `skip` (the output folder when it lies inside) and sc's own temporary files.
-fn walk(root: &Path, skip: Option<&Path>, files: &mut Vec<PathBuf>) -> Result<()> {
+/// leaving out `skip` (the output folder when it lies inside) and sc's own temporary files;
+/// the other entries that are not folders go to `others`, each with what it is.
+fn walk(
+    root: &Path,
+    skip: Option<&Path>,
+    files: &mut Vec<PathBuf>,
+    others: &mut Vec<(PathBuf, String)>,
+) -> Result<()> {
     let mut entries: Vec<_> = fs::read_dir(root)
         .with_context(|| format!("cannot read {}", root.display()))?
         .collect::<io::Result<_>>()
@@ -125,12 +131,34 @@ fn walk(root: &Path, skip: Option<&Path>, files: &mut Vec<PathBuf>) -> Result<()
             if skip.is_some_and(|s| super::same_file(&path, s)) {
                 continue;
             }
-            walk(&path, skip, files)?;
+            walk(&path, skip, files, others)?;
         } else if kind.is_file() || (kind.is_symlink() && path.is_file()) {
             files.push(path);
+        } else {
+            let what = match kind.is_symlink() {
+                true => match fs::metadata(&path) {
+                    Ok(m) if m.is_dir() => "a link to a folder (not followed)".into(),
+                    Ok(m) => format!("a link to {}", special(m.file_type())),
+                    Err(e) => format!("a dangling link ({e})"),
+                },
+                false => special(kind).into(),
+            };
+            others.push((path, what));
         }
     }
     Ok(())
+}
+
+/// What a file of type `kind`, neither a regular file nor a folder, is.
+fn special(kind: fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    match kind {
+        k if k.is_fifo() => "a FIFO",
+        k if k.is_socket() => "a socket",
+        k if k.is_char_device() => "a character device",
+        k if k.is_block_device() => "a block device",
+        _ => "not a regular file",
+    }
 }
 
 /// What a run does with an input named on the command line that is not a folder.
@@ -210,6 +238,7 @@ where
                 base.as_deref(),
                 several,
                 &naming.found,
+                quiet,
                 &mut jobs,
             )?;
             if !jobs[before..].iter().any(|j| matches!(j.work, Work::Code)) {
@@ -268,17 +297,28 @@ fn failed(src: &Path, why: String) -> Job {
 
 /// Adds the jobs for the files below `root`, written below `base` (or beside them) and shown
 /// by their paths below `root`, or as found when the run has `several` inputs. `target`, the
-/// `-o` folder, is not walked into.
+/// `-o` folder, is not walked into. Other entries that would be coded or copied were they
+/// regular files (FIFOs, devices, dangling links) are each named in a note unless `quiet`.
 fn folder_jobs(
     root: &Path,
     target: Option<&Path>,
     base: Option<&Path>,
     several: bool,
     found: impl Fn(&Path) -> Option<PathBuf>,
+    quiet: bool,
     jobs: &mut Vec<Job>,
 ) -> Result<()> {
-    let mut files = Vec::new();
-    walk(root, target, &mut files)?;
+    let (mut files, mut others) = (Vec::new(), Vec::new());
+    walk(root, target, &mut files, &mut others)?;
+    for (path, what) in others {
+        let rel = path.strip_prefix(root).unwrap_or(&path);
+        if !quiet && (base.is_some() || found(rel).is_some()) {
+            note(format_args!(
+                "sc: note: skipping {}: {what}; only regular files are coded or copied",
+                printable(&path.to_string_lossy())
+            ));
+        }
+    }
     for src in files {
         let rel = src.strip_prefix(root).unwrap_or(&src).to_path_buf();
         let (dest, work) = match found(&rel) {
@@ -396,8 +436,12 @@ fn report(
     let mut t = String::new();
     let _ = writeln!(
         t,
-        "{:<width$} {:>14} {:>14} {:>8} {:>7}  result",
-        "file", "in", "out", "out/in", "MB/s"
+        "{} {:>14} {:>14} {:>8} {:>7}  result",
+        left("file", width),
+        "in",
+        "out",
+        "out/in",
+        "MB/s"
     );
     let (mut total_in, mut total_out, mut coded, mut failed) = (0u64, 0u64, 0, 0);
     for (job, outcome) in jobs.iter().zip(outcomes) {
@@ -411,21 +455,22 @@ fn report(
                 let what = if coded_it { verb } else { "copied" };
                 let _ = writeln!(
                     t,
-                    "{rel:<width$} {a:>14} {b:>14} {:>7.2}% {:>7.0}  {what}",
+                    "{} {a:>14} {b:>14} {:>7.2}% {:>7.0}  {what}",
+                    left(rel, width),
                     100.0 * *b as f64 / (*a).max(1) as f64,
                     *a as f64 / 1e6 / secs.max(1e-9)
                 );
             }
             Err(e) => {
                 failed += 1;
-                let _ = writeln!(t, "{rel:<width$} {:>48}  FAILED: {e:#}", "");
+                let _ = writeln!(t, "{} {:>48}  FAILED: {e:#}", left(rel, width), "");
             }
         }
     }
     let _ = writeln!(
         t,
-        "{:<width$} {total_in:>14} {total_out:>14} {:>7.2}%           {} files, {coded} {verb}, {failed} failed",
-        "total",
+        "{} {total_in:>14} {total_out:>14} {:>7.2}%           {} files, {coded} {verb}, {failed} failed",
+        left("total", width),
         100.0 * total_out as f64 / total_in.max(1) as f64,
         jobs.len()
     );
@@ -534,8 +579,8 @@ pub fn decode(a: &DecodeArgs, base: Option<&sc::Base>) -> Result<()> {
 }
 
 /// The steps folder encode and decode share: plans the jobs of `inputs` (written as `out`
-/// says) with `naming`, runs them with `common`'s memory ([`run`] tells `needed` and `code`)
-/// and reports the run with `verb`.
+/// says) with `naming`, runs them with `common`'s memory ([`run`] tells `needed` and `code`;
+/// the default budget takes the largest `needed` of a job) and reports the run with `verb`.
 fn plan_run_report<F, G>(
     inputs: &[PathBuf],
     out: &OutputArgs,
@@ -552,22 +597,20 @@ where
     let quiet = common.talk.quiet;
     let jobs = plan(inputs, out, quiet, naming)?;
     let start = Instant::now();
-    let outcomes = run(&jobs, quiet, out.force, memory(common), needed, code);
+    let coded = jobs.iter().filter(|j| matches!(j.work, Work::Code));
+    let memory = memory(common, || coded.map(&needed).max().unwrap_or(0));
+    let outcomes = run(&jobs, quiet, out.force, memory, needed, code);
     report(&label(inputs), &jobs, &outcomes, verb, quiet, start)
 }
 
 /// The memory decoding an archive needs at least, from the block size it records and whether
 /// it has references (for the largest block size, when it cannot be read: decoding it then
 /// fails on its own).
-fn archive_memory_needed(path: &Path) -> u64 {
-    let archive = File::open(path)
+pub(super) fn archive_memory_needed(path: &Path) -> u64 {
+    File::open(path)
         .ok()
-        .and_then(|f| sc::Archive::open(f).ok());
-    let Some(a) = archive else {
-        return sc::memory_needed(sc::MAX_BLOCK_SIZE);
-    };
-    match a.has_references() {
-        true => sc::memory_needed_with_references(a.block_size()),
-        false => sc::memory_needed(a.block_size()),
-    }
+        .and_then(|f| sc::Archive::open(f).ok())
+        .map_or(sc::memory_needed(sc::MAX_BLOCK_SIZE), |a| {
+            super::archive_needs(&a)
+        })
 }

@@ -16,7 +16,7 @@ mod resources;
 mod text;
 mod verify;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use clap::error::ErrorKind;
 use clap::{ArgAction, Args, FromArgMatches, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -348,10 +348,12 @@ pub fn run(cli: Cli) -> Result<()> {
 
 /// Runs `f` on a pool of `-T` worker threads, at most one per core.
 fn with_threads<T: Send>(common: &Common, f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
+    let threads = resources::threads(common.threads, common.talk.verbose());
+    // The pool's error shows its cause and names it as its source: shown once here.
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(resources::threads(common.threads, common.talk.verbose()))
+        .num_threads(threads)
         .build()
-        .context("cannot start worker threads")?;
+        .map_err(|e| anyhow!("cannot start {threads} worker threads: {e}"))?;
     pool.install(f)
 }
 
@@ -456,9 +458,36 @@ impl ArchiveInput {
     }
 }
 
-/// The memory budget `--memory` sets.
-fn memory(common: &Common) -> u64 {
-    common.memory.unwrap_or(sc::DEFAULT_MEMORY)
+/// The memory budget: `--memory`, else the default raised to `needed`, what one block in
+/// flight of the run needs, so that the default takes any block size one block at a time.
+fn memory(common: &Common, needed: impl FnOnce() -> u64) -> u64 {
+    common
+        .memory
+        .unwrap_or_else(|| sc::DEFAULT_MEMORY.max(needed()))
+}
+
+/// What one block in flight of `archive` needs.
+fn archive_needs(archive: &sc::Archive<File>) -> u64 {
+    match archive.has_references() {
+        true => sc::memory_needed_with_references(archive.block_size()),
+        false => sc::memory_needed(archive.block_size()),
+    }
+}
+
+/// What one block in flight of the archive `input` needs (nothing known of a stream).
+fn archive_file_needs(input: &Path) -> u64 {
+    match is_stdio(input) {
+        true => 0,
+        false => folder::archive_memory_needed(input),
+    }
+}
+
+/// What one block in flight needs when encoding with `a`'s block size, against `base` if any.
+fn encode_needs(a: &EncodeArgs, base: Option<&sc::Base>) -> u64 {
+    match base {
+        Some(_) => sc::memory_needed_with_references(a.block_size),
+        None => sc::memory_needed(a.block_size),
+    }
 }
 
 /// Chooses the destination: `None` means stdout.
@@ -546,7 +575,8 @@ fn encode(a: &EncodeArgs) -> Result<()> {
     let dest = destination(input, &a.out, |p| Ok(folder::archive_name(p)))?;
     let bar = progress_bar(input_len(input), a.common.talk.quiet);
     let start = Instant::now();
-    let (memory, base) = (memory(&a.common), base.as_ref());
+    let base = base.as_ref();
+    let memory = memory(&a.common, || encode_needs(a, base));
     let report = encode_one(input, dest.as_deref(), a, memory, base, &|n| {
         bar.set_position(n)
     })?;
@@ -736,7 +766,8 @@ fn decode(a: &DecodeArgs) -> Result<()> {
     let archive = talk.verbose().then(|| inspect_file(input)).flatten();
     let bar = progress_bar(input_len(input), talk.quiet);
     let start = Instant::now();
-    let (memory, base) = (memory(&a.common), base.as_ref());
+    let base = base.as_ref();
+    let memory = memory(&a.common, || archive_file_needs(input));
     let report = decode_one(input, dest.as_deref(), a, memory, base, &|n| {
         bar.set_position(n)
     })?;
@@ -843,9 +874,8 @@ fn check_archive(
 ) -> Result<sc::DecodeReport> {
     let archive = ArchiveInput::open(input)?;
     let bar = progress_bar(archive.len(), common.talk.quiet);
-    let report = archive.decode(io::sink(), true, memory(common), base, &|n| {
-        bar.set_position(n)
-    });
+    let memory = memory(common, || archive_file_needs(input));
+    let report = archive.decode(io::sink(), true, memory, base, &|n| bar.set_position(n));
     bar.finish_and_clear();
     report
 }
