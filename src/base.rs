@@ -115,7 +115,10 @@ fn regular(path: &Path, meta: &std::fs::Metadata) -> Result<()> {
 /// the shard and its tensors with where their bytes start.
 fn open_shard(path: &Path) -> Result<(Shard, Vec<(TensorInfo, u64)>)> {
     // Checked before opening, which blocks on a FIFO, and again on the file opened.
-    regular(path, &std::fs::metadata(path).map_err(|e| bad(path, e.to_string()))?)?;
+    regular(
+        path,
+        &std::fs::metadata(path).map_err(|e| bad(path, e.to_string()))?,
+    )?;
     let file = File::open(path).map_err(|e| bad(path, e.to_string()))?;
     let meta = file.metadata().map_err(|e| bad(path, e.to_string()))?;
     regular(path, &meta)?;
@@ -373,7 +376,11 @@ impl Base {
 
     /// The error for the base tensor `name`, whose bytes changed while an encode read them.
     pub(crate) fn changed(&self, name: &str) -> Error {
-        let file = self.inner.tensors.get(name).and_then(|(k, _, _)| self.inner.paths.get(*k));
+        let file = self
+            .inner
+            .tensors
+            .get(name)
+            .and_then(|(k, _, _)| self.inner.paths.get(*k));
         let base = match file {
             Some(f) => f.display().to_string(),
             None => format!("{:?}", self.name()),

@@ -101,7 +101,9 @@ fn base_mismatch(given: &str, needed: &str, reason: &str) -> String {
             "the base {given:?} is not the one this was coded against (a base of the same \
              name, changed since?): {reason}"
         ),
-        false => format!("the base {given:?} is not the base {needed:?} this was coded against: {reason}"),
+        false => format!(
+            "the base {given:?} is not the base {needed:?} this was coded against: {reason}"
+        ),
     }
 }
 

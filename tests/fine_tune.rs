@@ -868,7 +868,10 @@ fn a_repeated_tensor_changed_during_an_encode_fails_it_naming_both() {
         sc::hook::clear();
         let msg = got.err().expect("the encode went through").to_string();
         assert!(msg.contains("\"lm_head.weight\""), "{msg}");
-        assert!(msg.contains("\"embeddings.word_embeddings.weight\""), "{msg}");
+        assert!(
+            msg.contains("\"embeddings.word_embeddings.weight\""),
+            "{msg}"
+        );
         assert!(msg.contains("changed while it was being read"), "{msg}");
     }
 }
@@ -890,5 +893,8 @@ fn an_input_that_shrinks_during_an_encode_says_so() {
     let got = encode_file(&f, std::io::sink(), &EncodeOptions::default());
     sc::hook::clear();
     let msg = got.unwrap_err().to_string();
-    assert!(msg.contains("the file shrank while it was being read"), "{msg}");
+    assert!(
+        msg.contains("the file shrank while it was being read"),
+        "{msg}"
+    );
 }

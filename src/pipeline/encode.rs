@@ -234,7 +234,12 @@ struct ArchiveWriter {
 
 /// A block coded and waiting to be written: its bytes, the scratch holding its coded planes,
 /// its record, and the base bytes it was coded against (checked as it is written).
-type Coded<'p> = (Arc<Vec<u8>>, Pooled<'p, Scratch>, BlockRecord, Option<Vec<u8>>);
+type Coded<'p> = (
+    Arc<Vec<u8>>,
+    Pooled<'p, Scratch>,
+    BlockRecord,
+    Option<Vec<u8>>,
+);
 
 impl ArchiveWriter {
     /// Writes block `raw`, coded into `scratch` as `record` says, straight from the scratch;

@@ -360,7 +360,11 @@ fn feed_ranges<T>(
             break;
         }
         let (a, b) = (r.start.max(start), r.end.min(end));
-        hashes.feed(k, &data[(a - start) as usize..(b - start) as usize], r.end - r.start);
+        hashes.feed(
+            k,
+            &data[(a - start) as usize..(b - start) as usize],
+            r.end - r.start,
+        );
     }
 }
 
@@ -406,7 +410,13 @@ impl<'s> FillCheck<'s> {
     pub fn block(&mut self, start: u64, raw: &[u8], base: Option<&[u8]>) {
         feed_ranges(&mut self.stored, &self.sources, |r| r, start, raw);
         if let Some(base) = base {
-            feed_ranges(&mut self.filled, &self.spans.spans, |s| &s.range, start, base);
+            feed_ranges(
+                &mut self.filled,
+                &self.spans.spans,
+                |s| &s.range,
+                start,
+                base,
+            );
         }
     }
 
