@@ -640,6 +640,11 @@ fn rm_verifies_against_the_base_on_disk_and_keeps_the_tune_when_it_changed() {
         "{err}"
     );
     assert_eq!(fs::read(&tune).unwrap(), fs::read(TUNE).unwrap());
+    // The archive stays (sound, against the base that was replaced); decoding it with the
+    // changed file of the same name says which tensor differs.
+    let args = ["decode", "--base", "base.safetensors", "tune.safetensors.sc", "-o", "x"];
+    let err = fails(sc(d, &args, None), &format!("its tensor {name:?} holds other bytes"));
+    assert!(err.contains("is not the one this was coded against"), "{err}");
 }
 
 /// Runs `sc args...` in `dir`, failing the test if it is still running after a minute (a hang)
