@@ -23,6 +23,21 @@ fn pair(dir: &Path) -> (PathBuf, PathBuf) {
     (b, t)
 }
 
+/// The excerpt pair copied into `dir`, the tune encoded against the base as `t.sc`.
+fn encoded_pair(dir: &Path) -> (PathBuf, PathBuf) {
+    let files = pair(dir);
+    let args = [
+        "encode",
+        "--base",
+        "base.safetensors",
+        "tune.safetensors",
+        "-o",
+        "t.sc",
+    ];
+    ok(sc(dir, &args, None));
+    files
+}
+
 fn text(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
@@ -141,19 +156,7 @@ fn encode_decode_verify_extract_with_the_base() {
 fn a_missing_wrong_truncated_or_changed_base_is_one_line_and_no_output() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
-    let (base, tune) = pair(d);
-    ok(sc(
-        d,
-        &[
-            "encode",
-            "--base",
-            "base.safetensors",
-            "tune.safetensors",
-            "-o",
-            "t.sc",
-        ],
-        None,
-    ));
+    let (base, tune) = encoded_pair(d);
     let bytes = fs::read(&base).unwrap();
     // Wrong: the tune as its own base. Changed: one bit of one tensor. Truncated: cut short.
     fs::copy(&tune, d.join("wrong.safetensors")).unwrap();
@@ -642,9 +645,22 @@ fn rm_verifies_against_the_base_on_disk_and_keeps_the_tune_when_it_changed() {
     assert_eq!(fs::read(&tune).unwrap(), fs::read(TUNE).unwrap());
     // The archive stays (sound, against the base that was replaced); decoding it with the
     // changed file of the same name says which tensor differs.
-    let args = ["decode", "--base", "base.safetensors", "tune.safetensors.sc", "-o", "x"];
-    let err = fails(sc(d, &args, None), &format!("its tensor {name:?} holds other bytes"));
-    assert!(err.contains("is not the one this was coded against"), "{err}");
+    let args = [
+        "decode",
+        "--base",
+        "base.safetensors",
+        "tune.safetensors.sc",
+        "-o",
+        "x",
+    ];
+    let err = fails(
+        sc(d, &args, None),
+        &format!("its tensor {name:?} holds other bytes"),
+    );
+    assert!(
+        err.contains("is not the one this was coded against"),
+        "{err}"
+    );
 }
 
 /// Runs `sc args...` in `dir`, failing the test if it is still running after a minute (a hang)
@@ -673,19 +689,7 @@ fn sc_or_hang(dir: &Path, args: &[&str]) -> std::process::Output {
 fn a_fifo_as_base_is_refused_in_one_line() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
-    pair(d);
-    ok(sc(
-        d,
-        &[
-            "encode",
-            "--base",
-            "base.safetensors",
-            "tune.safetensors",
-            "-o",
-            "t.sc",
-        ],
-        None,
-    ));
+    encoded_pair(d);
     assert!(std::process::Command::new("mkfifo")
         .arg(d.join("fifo"))
         .status()

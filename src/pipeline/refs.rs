@@ -97,18 +97,12 @@ pub struct Retained {
 impl Retained {
     /// Room for every source of `spans`.
     pub fn new(spans: &Spans) -> Retained {
-        let mut ranges: Vec<Range<u64>> = spans
-            .spans
-            .iter()
-            .filter_map(|s| match s.from {
-                From::Own(src) => Some(src..src + (s.range.end - s.range.start)),
-                From::Base { .. } => None,
-            })
-            .collect();
-        ranges.sort_by_key(|r| (r.start, r.end));
-        ranges.dedup();
         Retained {
-            parts: ranges.into_iter().map(|r| (r, Vec::new())).collect(),
+            parts: spans
+                .sources()
+                .into_iter()
+                .map(|r| (r, Vec::new()))
+                .collect(),
         }
     }
 
@@ -193,6 +187,22 @@ impl Spans {
     /// Every span, by position.
     pub fn spans(&self) -> &[Span] {
         &self.spans
+    }
+
+    /// The ranges of the original file that tensors coded against earlier ones repeat: by
+    /// start, each once.
+    fn sources(&self) -> Vec<Range<u64>> {
+        let mut ranges: Vec<Range<u64>> = self
+            .spans
+            .iter()
+            .filter_map(|s| match s.from {
+                From::Own(src) => Some(src..src + (s.range.end - s.range.start)),
+                From::Base { .. } => None,
+            })
+            .collect();
+        ranges.sort_by_key(|r| (r.start, r.end));
+        ranges.dedup();
+        ranges
     }
 
     /// Whether some tensor is coded against an earlier one.
@@ -387,16 +397,7 @@ pub struct FillCheck<'s> {
 impl<'s> FillCheck<'s> {
     /// The check of an encode whose references are `spans`.
     pub fn new(spans: &'s Spans) -> FillCheck<'s> {
-        let mut sources: Vec<Range<u64>> = spans
-            .spans
-            .iter()
-            .filter_map(|s| match s.from {
-                From::Own(src) => Some(src..src + (s.range.end - s.range.start)),
-                From::Base { .. } => None,
-            })
-            .collect();
-        sources.sort_by_key(|r| r.start);
-        sources.dedup();
+        let sources = spans.sources();
         FillCheck {
             filled: Hashes::new(spans.spans.len()),
             stored: Hashes::new(sources.len()),
