@@ -5,6 +5,7 @@
 //! refused before anything is written, a failed file does not stop the others, and one table
 //! at the end reports them all.
 
+use super::base::BaseFiles;
 use super::output::Settings;
 use super::text::{left, printable};
 use super::{
@@ -173,10 +174,12 @@ pub enum Given {
 
 /// How a run names its outputs: `found` names the output of a file found in a folder (`None`:
 /// copied into a mirrored folder, left alone otherwise), `given` says what becomes of a file
-/// named on the command line.
-struct Naming<F, G> {
+/// named on the command line, and `refuse` fails for an output the run must not write (over a
+/// base the archives need).
+struct Naming<'r, F, G> {
     found: F,
     given: G,
+    refuse: &'r dyn Fn(&Path) -> Result<()>,
 }
 
 /// The name a folder input has inside the output folder of a run over several inputs.
@@ -200,7 +203,7 @@ fn plan<F, G>(
     inputs: &[PathBuf],
     out: &OutputArgs,
     quiet: bool,
-    naming: Naming<F, G>,
+    naming: Naming<'_, F, G>,
 ) -> Result<Vec<Job>>
 where
     F: Fn(&Path) -> Option<PathBuf>,
@@ -279,8 +282,9 @@ where
     if jobs.is_empty() {
         bail!("nothing to do: every input was skipped");
     }
-    let written = jobs.iter().filter(|j| !matches!(j.work, Work::Fail(_)));
-    super::collide::check(written.map(|j| (j.src.as_path(), j.dest.as_path())))?;
+    let written = || jobs.iter().filter(|j| !matches!(j.work, Work::Fail(_)));
+    super::collide::check(written().map(|j| (j.src.as_path(), j.dest.as_path())))?;
+    written().try_for_each(|j| (naming.refuse)(&j.dest))?;
     Ok(jobs)
 }
 
@@ -505,6 +509,7 @@ fn label(inputs: &[PathBuf]) -> String {
 /// folder of shards), each file's tensors are coded against their namesakes in it, whatever
 /// shard holds them.
 pub fn encode(a: &EncodeArgs, base: Option<&sc::Base>) -> Result<()> {
+    let base_files = BaseFiles::of(&a.base, base);
     let naming = Naming {
         found: |rel: &Path| {
             let is_st = rel.extension().is_some_and(|e| e == "safetensors");
@@ -514,6 +519,8 @@ pub fn encode(a: &EncodeArgs, base: Option<&sc::Base>) -> Result<()> {
             Some(why) => Given::Skip(why),
             None => Given::Code(archive_name(p)),
         },
+        // No output may replace a file of the base, which the archives need.
+        refuse: &|dest| base_files.check_output(dest),
     };
     let talk = a.common.talk;
     let mode = a.mode().name();
@@ -527,7 +534,17 @@ pub fn encode(a: &EncodeArgs, base: Option<&sc::Base>) -> Result<()> {
         |_| sc::memory_needed_with_references(a.block_size),
         |job, memory, progress| {
             let started = Instant::now();
-            let r = encode_one(&job.src, Some(&job.dest), a, memory, base, progress)?;
+            // A file of the base is coded without it, and kept: the other archives need it.
+            let (base, rm) = match base_files.holds(&job.src) {
+                true => {
+                    if !talk.quiet {
+                        note(format_args!("{}", base_files.note(&job.src, a.rm)));
+                    }
+                    (None, false)
+                }
+                false => (base, a.rm),
+            };
+            let r = encode_one(&job.src, Some(&job.dest), a, rm, memory, base, progress)?;
             if talk.verbose() {
                 note(format_args!(
                     "{}",
@@ -553,6 +570,7 @@ pub fn decode(a: &DecodeArgs, base: Option<&sc::Base>) -> Result<()> {
                 p.display()
             )),
         },
+        refuse: &|_| Ok(()),
     };
     let talk = a.common.talk;
     plan_run_report(
@@ -585,7 +603,7 @@ fn plan_run_report<F, G>(
     inputs: &[PathBuf],
     out: &OutputArgs,
     common: &Common,
-    naming: Naming<F, G>,
+    naming: Naming<'_, F, G>,
     verb: &str,
     needed: impl Fn(&Job) -> u64 + Sync,
     code: impl Fn(&Job, u64, &(dyn Fn(u64) + Sync)) -> Result<(u64, u64)> + Sync,

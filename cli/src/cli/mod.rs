@@ -573,11 +573,16 @@ fn encode(a: &EncodeArgs) -> Result<()> {
         bail!("{why}");
     }
     let dest = destination(input, &a.out, |p| Ok(folder::archive_name(p)))?;
+    let base_files = base::BaseFiles::of(&a.base, base.as_ref());
+    base_files.check_input(input)?;
+    if let Some(d) = &dest {
+        base_files.check_output(d)?;
+    }
     let bar = progress_bar(input_len(input), a.common.talk.quiet);
     let start = Instant::now();
     let base = base.as_ref();
     let memory = memory(&a.common, || encode_needs(a, base));
-    let report = encode_one(input, dest.as_deref(), a, memory, base, &|n| {
+    let report = encode_one(input, dest.as_deref(), a, a.rm, memory, base, &|n| {
         bar.set_position(n)
     })?;
     bar.finish_and_clear();
@@ -699,16 +704,17 @@ fn input_len(path: &Path) -> Option<u64> {
 }
 
 /// Encodes `input` into `dest` (`None`: stdout) with `a`'s settings, `memory` bytes for blocks
-/// and against `base` if given, then handles `--rm`.
+/// and against `base` if given, then deletes `input` if `rm` (`--rm`, unless the run keeps it).
 fn encode_one(
     input: &Path,
     dest: Option<&Path>,
     a: &EncodeArgs,
+    rm: bool,
     memory: u64,
     base: Option<&sc::Base>,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<sc::EncodeReport> {
-    if a.rm {
+    if rm {
         remove::check(input, dest)?;
     }
     // A file is read with random access, which finding repeated tensors needs.
@@ -718,14 +724,14 @@ fn encode_one(
     };
     let opts = EncodeOptions {
         block_size: a.block_size,
-        md5: a.rm || a.md5 || (!a.no_md5 && EncodeOptions::new(a.mode()).md5),
+        md5: rm || a.md5 || (!a.no_md5 && EncodeOptions::new(a.mode()).md5),
         progress: Some(progress),
         memory,
         base,
         sign_models: a.level.sign_models(),
         ..EncodeOptions::new(a.mode())
     };
-    let settings = a.out.settings(meta.as_ref(), a.rm);
+    let settings = a.out.settings(meta.as_ref(), rm);
     let (report, written) = write_with(dest, &settings, |out| {
         match source {
             Input::File(f) => sc::encode_file(&f, out, &opts),
@@ -733,14 +739,19 @@ fn encode_one(
         }
         .with_context(|| format!("encoding {}", name(input)))
     })?;
-    if a.rm {
+    if rm {
         let (dest, id, meta) = remove::written(input, dest, written, meta.as_ref())?;
-        // Decode the archive as it lies on disk and compare with the MD5 of what was read.
+        // Decode the archive as it lies on disk and compare with the MD5 of what was read,
+        // against the base as it lies on disk now (opened again, its digests taken again).
         let verifying = || format!("verifying {} before --rm", dest.display());
+        let base = match base {
+            Some(_) => a.base.open(None).with_context(verifying)?,
+            None => None,
+        };
         let f = remove::reopen(dest, id).with_context(verifying)?;
         let m = f.metadata().with_context(verifying)?;
         let back = ArchiveInput::File(f, m)
-            .decode(io::sink(), true, memory, base, &|_| {})
+            .decode(io::sink(), true, memory, base.as_ref(), &|_| {})
             .with_context(verifying)?;
         let verified = back.md5.is_some() && back.md5 == report.md5;
         let read = remove::Snapshot::of(meta);
