@@ -86,6 +86,11 @@ pub mod container;
 mod container;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
+pub mod entropy;
+#[cfg(not(feature = "internals"))]
+mod entropy;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
 pub mod pipeline;
 #[cfg(not(feature = "internals"))]
 mod pipeline;

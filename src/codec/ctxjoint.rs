@@ -36,13 +36,15 @@
 //! element count, row length and first column, then the streams. Plane 1 is `raw6`, or for
 //! `ctxsigns` `signs`.
 
-use super::adaptive::{finish_two, two_streams, Counts, Params, Streams, INC};
-use super::alphabet::{self, Alphabet};
 use super::joint::{self, JOINT_PARAMS};
 use super::raw6;
-use super::rc::{Decoder, Encoder, PROB_SCALE};
 use super::signs::SignDecoder;
 use super::{huffjoint, Codec, CodecError, Decode, Slot, Spec};
+use crate::entropy::alphabet::{self, Alphabet};
+use crate::entropy::model::{Counts, Params, INC};
+use crate::entropy::rc::{Decoder, Encoder, PROB_SCALE};
+use crate::entropy::rows::{parts_fit, Part, Rows, MAX_ROW, QUAD_LEN};
+use crate::entropy::streams::{finish_two, two_streams, Streams};
 
 /// The `ctxjoint` codec: plane 0 of an exponent-aligned block, with [`raw6`] as plane 1.
 pub static SPEC: Spec = Spec {
@@ -106,8 +108,6 @@ const STEP_SHIFT: u32 = 4;
 const SMALL_PLANE: usize = 1 << 16;
 /// Units of [`qlog`] per octave.
 const OCTAVE: i32 = 64;
-/// Longest row the payload may name; the column sums take 8 bytes per column.
-pub const MAX_ROW: u32 = 1 << 16;
 /// Weight, in elements, of the previous row's mean magnitude in the estimate for a new row.
 const ROW_PRIOR: u64 = 16;
 /// Rows after which column deviations are refreshed every `REFRESH` rows only.
@@ -120,7 +120,7 @@ const INHERIT: u64 = 1000;
 /// Octaves below the alphabet's largest exponent from which magnitudes count as 0.
 const RANGE: i32 = 24;
 /// Elements are modelled in quads: the contexts of a quad's elements are computed together.
-const QUAD: usize = 4;
+const QUAD: usize = QUAD_LEN;
 /// Elements whose contexts the encoder finds at a time, a multiple of [`QUAD`]: the contexts
 /// of a whole 64 MiB block would take 32 MiB more.
 const CONTEXT_CHUNK: usize = 1 << 16;
@@ -143,42 +143,6 @@ const PARAMS: Params = Params {
 const LAYOUT_LEN: usize = 10;
 /// Bytes of a part in a `ctxtensors` payload: its element count, row length and first column.
 const PART_LEN: usize = 12;
-
-/// Where a plane's elements lie in the rows of their tensor: element `i` is in column
-/// `(i + phase) % len`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Rows {
-    /// Elements per row, 1 ..= [`MAX_ROW`].
-    pub len: u32,
-    /// Column of the plane's first element, below `len`.
-    pub phase: u32,
-}
-
-impl Rows {
-    /// A layout for a plane whose first element is element `first` of a tensor with rows of
-    /// `len` elements (`first` is negative when the tensor starts later in the plane); rows
-    /// longer than [`MAX_ROW`] are taken as rows of [`MAX_ROW`].
-    pub fn at(len: u64, first: i64) -> Rows {
-        let len = len.clamp(1, MAX_ROW as u64);
-        Rows {
-            len: len as u32,
-            phase: first.rem_euclid(len as i64) as u32,
-        }
-    }
-}
-
-/// A run of a plane's elements that lie in the rows of one tensor.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Part {
-    /// Elements in the run: a multiple of [`QUAD_LEN`] but in the plane's last part.
-    pub len: usize,
-    /// Where its elements lie in the rows of its tensor.
-    pub rows: Rows,
-}
-
-/// Parts of a plane other than its last hold whole quads of this many elements, so that the
-/// decoder's quads never straddle two parts.
-pub const QUAD_LEN: usize = QUAD;
 
 /// The logarithm of `x` in 1/64 octaves: the position of its leading bit, then the six bits
 /// below it as a linear fraction; 0 for 0 and 1. Exact for `x` below 2^58; the sums it is
@@ -672,33 +636,6 @@ pub fn encode_parts(exps: &[u8], mans: &[u8], parts: &[Part], out: &mut Vec<u8>)
         1 => Codec::CtxJoint,
         _ => Codec::CtxTensors,
     })
-}
-
-/// Whether `parts` cover a plane of `len` elements, each in a valid row layout, every part but
-/// the last in whole quads, and every part but the first and the last with rows no longer than
-/// its elements and 3 more.
-///
-/// Starting a part costs time in its row length (its column statistics are cleared), so the
-/// last rule bounds a plane's decoding work by its length and a few rows, whatever a corrupt
-/// part table says. An encoder's middle parts hold their whole tensor but for at most 3
-/// leading elements, and a tensor's rows are never longer than the tensor.
-pub(crate) fn parts_fit(parts: &[Part], len: usize) -> bool {
-    let valid =
-        |p: &Part| p.len > 0 && (1..=MAX_ROW).contains(&p.rows.len) && p.rows.phase < p.rows.len;
-    let middle = parts.get(1..parts.len().saturating_sub(1)).unwrap_or(&[]);
-    let total = parts
-        .iter()
-        .try_fold(0usize, |sum, p| sum.checked_add(p.len));
-    let whole_quads = parts
-        .iter()
-        .rev()
-        .skip(1)
-        .all(|p| p.len.is_multiple_of(QUAD));
-    !parts.is_empty()
-        && parts.iter().all(valid)
-        && whole_quads
-        && middle.iter().all(|p| p.rows.len as usize <= p.len + 3)
-        && total == Some(len)
 }
 
 /// [`encode_parts`] with the contexts of `variant`, as a `bool`.

@@ -2,9 +2,10 @@
 //!
 //! A codec's file holds everything about it: its id and name in the format, where its planes
 //! may sit and how long their payloads may be ([`Spec::fits`], [`Spec::partner`]), its
-//! encoder, and its decoder ([`Spec::decode`]). Shared machinery lives beside them: `rc` (the
-//! range coder the BEST codecs drive), `alphabet` (the joint symbols of exponent and top
-//! mantissa bits). Which codec codes which plane is decided in `crate::choice`.
+//! encoder, and its decoder ([`Spec::decode`]). So listing this folder lists the format's codec
+//! ids (`ctxjoint` holds three). The machinery several codecs share (the range coder, the
+//! adaptive model, the joint alphabet, the row layout) lives apart, in `crate::entropy`. Which
+//! codec codes which plane is decided in `crate::choice`.
 //!
 //! | id | codec | coder |
 //! |---:|---|---|
@@ -33,7 +34,6 @@
 //!    archive using it needs a decoder that has it.
 
 pub mod adaptive;
-pub mod alphabet;
 pub mod basectx;
 pub mod constant;
 pub mod context;
@@ -43,7 +43,6 @@ pub mod huffman;
 pub mod joint;
 pub mod range;
 pub mod raw6;
-pub mod rc;
 pub mod signs;
 pub mod sparse;
 pub mod stored;
