@@ -14,12 +14,21 @@ use crate::codec::{
     adaptive, constant, context, ctxjoint, huffjoint, huffman, joint, range, raw6, signs, Codec,
 };
 use crate::container::Mode;
-use crate::entropy::rows::{Part, Rows, QUAD_LEN};
-use crate::pipeline::block::Scratch;
-use crate::pipeline::plan::TensorRows;
+use crate::entropy::rows::{Part, Rows, TensorRows, QUAD_LEN};
 use crate::stats::{entropy_bits, histogram, single_symbol};
 use crate::transform::{Transform, MAX_PLANES};
 use rayon::prelude::*;
+
+/// Reusable per-worker buffers: split planes and their coded forms.
+#[derive(Default)]
+pub struct Scratch {
+    /// Planes split from a block, or decoded.
+    pub(crate) planes: [Vec<u8>; MAX_PLANES],
+    /// Coded planes.
+    pub(crate) coded: [Vec<u8>; MAX_PLANES],
+    /// Joint keys, for FAST's `huffjoint` codec.
+    pub(crate) keys: Vec<u8>,
+}
 
 /// Bits per byte above which FAST stores a plane after the first raw: Huffman would gain too
 /// little to pay for halving that plane's decode speed (the near-random mantissa planes of

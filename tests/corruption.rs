@@ -387,8 +387,17 @@ impl Expect {
     fn accepts(self, e: &Error, archive_len: usize) -> bool {
         match (self, e) {
             (Expect::BadMagic, Error::BadMagic) => true,
-            (Expect::Version, Error::UnsupportedVersion { found, supported }) => {
-                *supported == VERSION && !(OLDEST_VERSION..=VERSION).contains(found)
+            (
+                Expect::Version,
+                Error::UnsupportedVersion {
+                    found,
+                    oldest,
+                    supported,
+                },
+            ) => {
+                *supported == VERSION
+                    && *oldest == OLDEST_VERSION
+                    && !(OLDEST_VERSION..=VERSION).contains(found)
             }
             (Expect::Corrupt, Error::Corrupt(_)) => true,
             (Expect::CorruptOrTruncated, Error::Corrupt(_) | Error::Truncated(_)) => true,

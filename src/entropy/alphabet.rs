@@ -12,7 +12,7 @@
 //! Serialised alphabet (see docs/FORMAT.md): a 32-byte bitmap of the exponents used, then a
 //! 4-bit mask of the mantissa pairs used per used exponent, two per byte, low nibble first.
 
-use crate::codec::CodecError;
+use crate::error::CodecError;
 
 /// Number of joint symbols `e * 4 + m`.
 pub const SYMBOLS: usize = 1024;

@@ -10,7 +10,7 @@
 
 use super::rc::{past_table, Decoder, Encoder, PROB_SCALE};
 use super::streams::Streams;
-use crate::codec::CodecError;
+use crate::error::CodecError;
 
 /// Count added per coded symbol, in every adaptive model (a constant, so the decode loops
 /// add an immediate).

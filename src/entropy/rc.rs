@@ -3,7 +3,7 @@
 //! adaptive binary models. The adaptive frequency model is [`super::model`]; the others live
 //! with their codecs ([`crate::codec::range`]'s static one, [`crate::codec::context`]'s).
 
-use crate::codec::CodecError;
+use crate::error::CodecError;
 use std::num::NonZeroU32;
 
 /// Frequencies sum to `1 << PROB_BITS`.

@@ -1,6 +1,7 @@
 //! Where a plane's elements lie in the rows of their tensors: the layout the context models
 //! of the `ctxjoint`, `ctxtensors` and `ctxsigns` codecs and the sign models of `signs` run on,
-//! and the rules a payload's part table must keep.
+//! the rules a payload's part table must keep, and the rows of a block's tensors that the
+//! parts are cut from.
 
 /// Longest row the payload may name; the column sums take 8 bytes per column.
 pub const MAX_ROW: u32 = 1 << 16;
@@ -66,4 +67,34 @@ pub(crate) fn parts_fit(parts: &[Part], len: usize) -> bool {
         && whole_quads
         && middle.iter().all(|p| p.rows.len as usize <= p.len + 3)
         && total == Some(len)
+}
+
+/// Where the elements of a block lie in the rows of one of its tensors, for the coders that
+/// model rows (BEST's `ctxjoint` and `signs`), from which `crate::choice` cuts a plane's
+/// [`Part`]s.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TensorRows {
+    /// Row lengths in elements to choose from: the tensor's last dimension above 1, and the
+    /// product of its dimensions after the first (the same for 2-D tensors; both the element
+    /// count for 1-D ones).
+    pub lens: [u64; 2],
+    /// Index in the tensor of the block's first element; negative when the tensor starts
+    /// inside the block.
+    pub first: i64,
+}
+
+impl TensorRows {
+    /// The element of the block where the tensor's part of it starts.
+    pub fn start(&self) -> u64 {
+        (-self.first).max(0) as u64
+    }
+
+    /// The row lengths of a tensor of `shape` holding `elements` elements.
+    pub(crate) fn lens(shape: &[u64], elements: u64) -> [u64; 2] {
+        let dims: Vec<u64> = shape.iter().copied().filter(|&d| d > 1).collect();
+        match dims.as_slice() {
+            [] | [_] => [elements.max(1); 2],
+            [_, rest @ ..] => [dims[dims.len() - 1], rest.iter().product()],
+        }
+    }
 }

@@ -6,7 +6,7 @@
 //! codec appends.
 
 use super::rc::{Decoder, Encoder};
-use crate::codec::CodecError;
+use crate::error::CodecError;
 
 /// Appends two encoders' streams to `out` as "two streams".
 pub(crate) fn finish_two(out: &mut Vec<u8>, e0: Encoder, e1: Encoder) {
