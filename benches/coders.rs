@@ -14,6 +14,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use sc::codec::{adaptive, context, ctxjoint, huffjoint, huffman, joint, range, raw6};
+use sc::entropy::rows::Rows;
 use sc::safetensors::{json_len, Header};
 use sc::stats::histogram;
 use sc::transform::Transform;
@@ -133,7 +134,7 @@ fn bench(c: &mut Criterion) {
 
     let mut raw = Vec::new();
     raw6::encode(&man, &mut raw);
-    let rows = ctxjoint::Rows::at(row, 0);
+    let rows = Rows::at(row, 0);
     for (name, ctx) in [("best-joint", false), ("best-ctxjoint", true)] {
         let encode = |out: &mut Vec<u8>| match ctx {
             true => ctxjoint::encode(&exp, &man, rows, out),

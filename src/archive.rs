@@ -7,38 +7,19 @@
 //! index and trailer checksums, each block record's checksum, and each decoded block's XXH3-64.
 
 use crate::base::Base;
-use crate::container::refs::{References, Source as RefSource};
 use crate::container::{BlockRecord, FileHeader, Footer, IndexEntry, Kind, Mode};
 use crate::error::{Error, Result};
+use crate::inspect::{container_parts, header_json, reference, Reference};
 use crate::pipeline::decode::{
     decode_into, decode_one, kept_tensors, spans_of, Block, Counting, Source, Stream,
 };
 use crate::pipeline::pool::Pool;
 use crate::pipeline::refs::{Retained, Sources, Spans};
 use crate::pipeline::{one_block_needs, ordered, Budget, Pools, DEFAULT_MEMORY};
-use crate::safetensors::{self, Header, TensorInfo};
+use crate::safetensors::{self, TensorInfo};
 use std::collections::BTreeMap;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::ops::Range;
-
-/// The accessors of the parsed file header and footer that the `internals` feature gives tests.
-macro_rules! container_parts {
-    () => {
-        /// The archive's file header (mode, kind, block size, kept safetensors header).
-        #[cfg(feature = "internals")]
-        #[doc(hidden)]
-        pub fn header(&self) -> &FileHeader {
-            &self.header
-        }
-
-        /// The archive's index and trailer.
-        #[cfg(feature = "internals")]
-        #[doc(hidden)]
-        pub fn footer(&self) -> &Footer {
-            &self.footer
-        }
-    };
-}
 
 /// What an [`Archive`] has read and decoded since it was opened.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -53,17 +34,6 @@ pub struct AccessStats {
     /// Original bytes those blocks decoded to, whole blocks counted even when only part of one
     /// was wanted.
     pub bytes_decoded: u64,
-}
-
-/// What a tensor of an archive is coded against, as [`Archive::reference`] reports.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Reference<'a> {
-    /// The tensor of the same name in the base (named as the archive records it), which
-    /// reading it needs ([`Archive::open_with_base`]).
-    Base(&'a str),
-    /// An earlier tensor of the same file holding the same bytes: stored once.
-    Repeats(&'a str),
 }
 
 /// Bytes of blocks decoded at a time when a read needs the sources of repeated tensors: their
@@ -845,175 +815,5 @@ fn read_block<R: Read + Seek>(
         raw_offset: e.raw_offset,
         record: rec,
         payload,
-    })
-}
-
-/// What the tensor `name` of an archive with `header` is coded against.
-fn reference<'h>(header: &'h FileHeader, name: &str) -> Option<Reference<'h>> {
-    let refs = header.refs.as_ref()?;
-    let e = refs.entries.iter().find(|e| e.tensor == name)?;
-    Some(match &e.source {
-        RefSource::Base { .. } => Reference::Base(&refs.base_name),
-        RefSource::Tensor(from) => Reference::Repeats(from),
-    })
-}
-
-/// The kept safetensors header's JSON text of an archive with this header.
-fn header_json(header: &FileHeader) -> Option<&str> {
-    match header.kind {
-        Kind::Safetensors => std::str::from_utf8(&header.prefix[8..]).ok(),
-        Kind::Generic => None,
-    }
-}
-
-/// How much of an archive one codec stores, as [`ArchiveInfo::codecs`] reports.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct CodecUse {
-    /// Planes stored with it.
-    pub planes: u64,
-    /// Their bytes once decoded.
-    pub original: u64,
-    /// Their payload bytes.
-    pub coded: u64,
-}
-
-/// How many blocks one transform splits, as [`ArchiveInfo::transforms`] reports.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct TransformUse {
-    /// Blocks split with it.
-    pub blocks: u64,
-    /// Their original bytes.
-    pub original: u64,
-}
-
-/// The description of an archive that [`inspect`] reads: what `sc info` shows.
-#[derive(Clone, Debug)]
-#[non_exhaustive]
-pub struct ArchiveInfo {
-    /// The container format version.
-    pub format_version: u16,
-    /// The mode it was made with.
-    pub mode: Mode,
-    /// Whether the original was a safetensors file or other bytes.
-    pub kind: Kind,
-    /// Largest block, in original bytes.
-    pub block_size: u32,
-    /// Length of the original file.
-    pub original_len: u64,
-    /// Length of the archive.
-    pub archive_len: u64,
-    /// Number of blocks.
-    pub blocks: u64,
-    /// The MD5 of the original file, when recorded.
-    pub md5: Option<[u8; 16]>,
-    /// Bytes of the original safetensors header kept verbatim (the 8-byte length and the
-    /// JSON); 0 for a generic archive.
-    pub kept_header_len: u64,
-    /// Bytes the kept header takes in the archive: `kept_header_len`, or less when it is stored
-    /// deflated (format version 3).
-    pub kept_header_stored: u64,
-    /// The tensors of a safetensors archive, by data offset (`None` for a generic archive, or
-    /// a kept header that does not parse).
-    pub tensors: Option<Vec<TensorInfo>>,
-    /// Per codec name: the planes it stores.
-    pub codecs: BTreeMap<&'static str, CodecUse>,
-    /// Per transform name: the blocks it splits.
-    pub transforms: BTreeMap<&'static str, TransformUse>,
-    /// The name of the base the archive is coded against, as recorded, when it needs one.
-    pub base_name: Option<String>,
-    /// Tensors coded against the base.
-    pub based_tensors: usize,
-    /// Tensors stored as a reference to an earlier, identical one.
-    pub repeated_tensors: usize,
-    header: FileHeader,
-    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
-    footer: Footer,
-}
-
-impl ArchiveInfo {
-    /// The kept safetensors header's JSON text.
-    pub fn header_json(&self) -> Option<&str> {
-        header_json(&self.header)
-    }
-
-    /// What the tensor `name` is coded against, if anything but itself.
-    pub fn reference(&self, name: &str) -> Option<Reference<'_>> {
-        reference(&self.header, name)
-    }
-
-    /// Bytes of tensor data per dtype name, as the header writes it.
-    pub fn dtype_bytes(&self) -> BTreeMap<String, u64> {
-        let mut m = BTreeMap::new();
-        for t in self.tensors.iter().flatten() {
-            *m.entry(t.dtype_name.clone()).or_insert(0) += t.len();
-        }
-        m
-    }
-
-    container_parts!();
-}
-
-/// Reads the header, index, trailer and every block record of a seekable archive, without
-/// decoding any block.
-pub fn inspect<R: Read + Seek>(r: &mut R) -> Result<ArchiveInfo> {
-    let archive_len = r.seek(SeekFrom::End(0))?;
-    r.seek(SeekFrom::Start(0))?;
-    let header = FileHeader::read(r, Some(archive_len))?;
-    let footer = Footer::read_from_end(r, archive_len)?;
-    let mut codecs: BTreeMap<&'static str, CodecUse> = BTreeMap::new();
-    let mut transforms: BTreeMap<&'static str, TransformUse> = BTreeMap::new();
-    for (n, e) in footer.index.iter().enumerate() {
-        if e.offset >= footer.end_offset {
-            return Err(Error::Corrupt(format!(
-                "index entry {n} points past the blocks"
-            )));
-        }
-        r.seek(SeekFrom::Start(e.offset))?;
-        let rec = BlockRecord::read(r, header.block_size, n as u64)?
-            .ok_or_else(|| Error::Corrupt(format!("index entry {n} points at the end tag")))?;
-        let plane_len = rec.transform.plane_len(rec.raw_len as usize) as u64;
-        let t = transforms.entry(rec.transform.name()).or_default();
-        t.blocks += 1;
-        t.original += rec.raw_len as u64;
-        for p in &rec.planes {
-            let c = codecs.entry(p.codec.name()).or_default();
-            c.planes += 1;
-            c.original += plane_len;
-            c.coded += p.coded_len as u64;
-        }
-    }
-    let tensors = match header.kind {
-        Kind::Safetensors => Header::parse(&header.prefix[8..], None)
-            .ok()
-            .map(|h| h.tensors),
-        Kind::Generic => None,
-    };
-    let (based_tensors, repeated_tensors) = header.refs.as_ref().map_or((0, 0), References::counts);
-    let base_name = header
-        .refs
-        .as_ref()
-        .filter(|_| based_tensors > 0)
-        .map(|r| r.base_name.clone());
-    Ok(ArchiveInfo {
-        format_version: header.version,
-        base_name,
-        based_tensors,
-        repeated_tensors,
-        mode: header.mode,
-        kind: header.kind,
-        block_size: header.block_size,
-        original_len: footer.original_len,
-        archive_len,
-        blocks: footer.index.len() as u64,
-        md5: header.md5.then_some(footer.md5),
-        kept_header_len: header.prefix.len() as u64,
-        kept_header_stored: header.kept_stored_len(),
-        tensors,
-        codecs,
-        transforms,
-        header,
-        footer,
     })
 }

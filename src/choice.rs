@@ -14,11 +14,21 @@ use crate::codec::{
     adaptive, constant, context, ctxjoint, huffjoint, huffman, joint, range, raw6, signs, Codec,
 };
 use crate::container::Mode;
-use crate::pipeline::block::Scratch;
-use crate::pipeline::plan::TensorRows;
+use crate::entropy::rows::{Part, Rows, TensorRows, QUAD_LEN};
 use crate::stats::{entropy_bits, histogram, single_symbol};
 use crate::transform::{Transform, MAX_PLANES};
 use rayon::prelude::*;
+
+/// Reusable per-worker buffers: split planes and their coded forms.
+#[derive(Default)]
+pub struct Scratch {
+    /// Planes split from a block, or decoded.
+    pub(crate) planes: [Vec<u8>; MAX_PLANES],
+    /// Coded planes.
+    pub(crate) coded: [Vec<u8>; MAX_PLANES],
+    /// Joint keys, for FAST's `huffjoint` codec.
+    pub(crate) keys: Vec<u8>,
+}
 
 /// Bits per byte above which FAST stores a plane after the first raw: Huffman would gain too
 /// little to pay for halving that plane's decode speed (the near-random mantissa planes of
@@ -92,7 +102,7 @@ impl SignModels {
     /// (lying in `parts`) smaller than the plain pair to replace it, or `None` where it is not
     /// to be tried: never with [`SignModels::Off`], and with [`SignModels::Paying`] where the
     /// models' estimate saves less than 1 bit in [`PAYING_SIGN_ELEMENTS`] elements.
-    pub(crate) fn margin(self, mans: &[u8], parts: &[ctxjoint::Part]) -> Option<usize> {
+    pub(crate) fn margin(self, mans: &[u8], parts: &[Part]) -> Option<usize> {
         let bits = 1.0 / PAYING_SIGN_ELEMENTS as f64;
         match self {
             SignModels::Off => None,
@@ -283,11 +293,7 @@ fn code_mantissas(data: &[u8], exponents: &[u8], coded: &mut Vec<u8>) -> Codec {
 /// Each part after the first starts at the first quad boundary at or after its tensor's first
 /// element, and is in the rows its tensor offers that [`part_rows`] picks; `scratch` is
 /// overwritten. Of tensors equally large, the largest is the later.
-pub(crate) fn ctx_parts(
-    rows: &[TensorRows],
-    p: [&[u8]; 2],
-    scratch: &mut Vec<u8>,
-) -> Vec<ctxjoint::Part> {
+pub(crate) fn ctx_parts(rows: &[TensorRows], p: [&[u8]; 2], scratch: &mut Vec<u8>) -> Vec<Part> {
     let n = p[0].len();
     let end = |i: usize| rows.get(i + 1).map_or(n, |t| t.start() as usize).min(n);
     let len = |i: usize| end(i).saturating_sub(rows[i].start() as usize);
@@ -300,7 +306,7 @@ pub(crate) fn ctx_parts(
         .enumerate()
         .map(|(j, &i)| match j {
             0 => 0,
-            _ => (rows[i].start() as usize).next_multiple_of(ctxjoint::QUAD_LEN),
+            _ => (rows[i].start() as usize).next_multiple_of(QUAD_LEN),
         })
         .collect();
     let ends = starts.iter().skip(1).copied().chain([n]);
@@ -316,7 +322,7 @@ pub(crate) fn ctx_parts(
                 [&p[0][sample.clone()], &p[1][sample]],
                 scratch,
             );
-            ctxjoint::Part {
+            Part {
                 len: end - start,
                 rows,
             }
@@ -327,13 +333,8 @@ pub(crate) fn ctx_parts(
 /// BEST: the row layout of a part whose first element is element `first` of a tensor with
 /// rows of `lens`: with two row lengths to choose from, the one that codes `sample` (the
 /// part's first [`ROWS_SAMPLE`] elements) smaller. `scratch` is overwritten.
-fn part_rows(
-    lens: [u64; 2],
-    first: i64,
-    sample: [&[u8]; 2],
-    scratch: &mut Vec<u8>,
-) -> ctxjoint::Rows {
-    let [a, b] = lens.map(|len| ctxjoint::Rows::at(len, first));
+fn part_rows(lens: [u64; 2], first: i64, sample: [&[u8]; 2], scratch: &mut Vec<u8>) -> Rows {
+    let [a, b] = lens.map(|len| Rows::at(len, first));
     if a == b {
         return a;
     }
@@ -411,11 +412,7 @@ fn code_joint(
 /// `ctxtensors`, or with `joint` for a plane of at most [`JOINT_TRIAL_MAX`] elements that it
 /// codes smaller. Returns whether a codec applied, which codec it is, and the parts the planes
 /// were cut into ([`ctx_parts`]).
-fn code_ctxjoint(
-    p: [&[u8]; 2],
-    rows: &[TensorRows],
-    c0: &mut Vec<u8>,
-) -> (bool, Codec, Vec<ctxjoint::Part>) {
+fn code_ctxjoint(p: [&[u8]; 2], rows: &[TensorRows], c0: &mut Vec<u8>) -> (bool, Codec, Vec<Part>) {
     let parts = ctx_parts(rows, p, c0);
     c0.clear();
     let Some(codec) = ctxjoint::encode_parts(p[0], p[1], &parts, c0) else {
@@ -587,13 +584,13 @@ mod tests {
         let n = 10_000;
         let [exps, mans] = weight_planes(&mut rnd, n);
         let at = |lens, first| TensorRows { lens, first };
-        let parts = |rows: &[TensorRows], n: usize| -> Vec<(usize, ctxjoint::Rows)> {
+        let parts = |rows: &[TensorRows], n: usize| -> Vec<(usize, Rows)> {
             ctx_parts(rows, [&exps[..n], &mans[..n]], &mut Vec::new())
                 .iter()
                 .map(|p| (p.len, p.rows))
                 .collect()
         };
-        let r = |len, first| ctxjoint::Rows::at(len, first);
+        let r = |len, first| Rows::at(len, first);
         // A bias (joins the part after it), a tensor from element 10, a bias (joins the part
         // before it), then a tensor from element 4003 (its part starts at the next quad).
         let rows = [
@@ -629,7 +626,7 @@ mod tests {
             let (codec, _) =
                 code_joint([&exps, &mans], &[rows], SignModels::Off, &mut c0, &mut c1).unwrap();
             let (mut ctx, mut plain) = (Vec::new(), Vec::new());
-            let layout = ctxjoint::Rows::at(32, 0);
+            let layout = Rows::at(32, 0);
             assert!(ctxjoint::encode(&exps, &mans, layout, &mut ctx));
             assert!(joint::encode_joint(&exps, &mans, &mut plain));
             if n <= JOINT_TRIAL_MAX {
@@ -680,9 +677,9 @@ mod tests {
             transform: Transform::Exp16,
             plane_len: n as u32,
         };
-        let parts = [ctxjoint::Part {
+        let parts = [Part {
             len: n,
-            rows: ctxjoint::Rows::at(40, 0),
+            rows: Rows::at(40, 0),
         }];
         // Coin flips are not even coded with BEST's margin.
         assert_eq!(SignModels::Paying.margin(&coin, &parts), None);

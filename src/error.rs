@@ -1,4 +1,5 @@
-//! The library's single error type.
+//! The library's single error type, and [`CodecError`], the static failure of one plane's
+//! decoding that the block decoder turns into one.
 
 use std::io;
 
@@ -17,12 +18,13 @@ pub enum Error {
     BadMagic,
     /// The archive was written by a format version this build cannot read.
     #[error(
-        "unsupported sc format version {found} (this build reads versions {} to {supported})",
-        crate::container::OLDEST_VERSION
+        "unsupported sc format version {found} (this build reads versions {oldest} to {supported})"
     )]
     UnsupportedVersion {
         /// Version found in the file.
         found: u16,
+        /// Oldest version this build reads.
+        oldest: u16,
         /// Newest version this build reads.
         supported: u16,
     },
@@ -192,6 +194,28 @@ pub enum TensorProblem {
         /// Bytes between the offsets.
         span: u64,
     },
+}
+
+/// A decoding failure inside one plane; the pipeline adds the block number.
+///
+/// A static string, so the decode paths never allocate for errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CodecError(pub &'static str);
+
+impl std::fmt::Display for CodecError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl CodecError {
+    /// Attaches the block number, turning this into a library error.
+    pub fn in_block(self, index: u64) -> Error {
+        Error::CorruptBlock {
+            index,
+            reason: self.0.to_string(),
+        }
+    }
 }
 
 impl From<Error> for io::Error {

@@ -86,6 +86,11 @@ pub mod container;
 mod container;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
+pub mod entropy;
+#[cfg(not(feature = "internals"))]
+mod entropy;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
 pub mod pipeline;
 #[cfg(not(feature = "internals"))]
 mod pipeline;
@@ -119,6 +124,7 @@ pub mod fuzz;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod hook;
+mod inspect;
 #[cfg(feature = "lab")]
 pub mod lab;
 mod stream;
@@ -136,13 +142,12 @@ pub(crate) fn test_rng(seed: u32) -> impl FnMut() -> u32 {
     }
 }
 
-pub use archive::{
-    inspect, AccessStats, Archive, ArchiveInfo, CodecUse, Reference, StoredBytes, TransformUse,
-};
+pub use archive::{AccessStats, Archive, StoredBytes};
 pub use base::Base;
 pub use choice::SignModels;
 pub use container::{Kind, Mode};
 pub use error::{Error, HeaderError, Result, TensorProblem};
+pub use inspect::{inspect, ArchiveInfo, CodecUse, Reference, TransformUse};
 pub use pipeline::decode::{decode, decode_file, decode_to_vec, DecodeOptions, DecodeReport};
 pub use pipeline::encode::{encode, encode_file, encode_to_vec, EncodeOptions, EncodeReport};
 pub use pipeline::{memory_needed, memory_needed_with_references, DEFAULT_MEMORY};

@@ -10,7 +10,7 @@
 //! repeated tensor): a fine-tune moves each weight by a few units in the last place, so the
 //! difference is small where the values themselves are not.
 
-use crate::codec::CodecError;
+use crate::error::CodecError;
 
 /// Most planes any transform produces.
 pub const MAX_PLANES: usize = 8;

@@ -3,7 +3,9 @@
 //! and decoders fed arbitrary bytes; the same for the adaptive and context coders of BEST.
 
 use proptest::prelude::*;
-use sc::codec::{adaptive, alphabet, context, ctxjoint, huffman, joint, range, raw6};
+use sc::codec::{adaptive, context, ctxjoint, huffman, joint, range, raw6};
+use sc::entropy::alphabet;
+use sc::entropy::rows::Rows;
 use sc::stats::{entropy_bits, histogram};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -1410,12 +1412,7 @@ fn adaptive_decoders_survive_every_bit_flip_and_cut() {
         mutate_pair(&j, &r, n, joint_survives, "joint + raw6");
         let (e, m) = two_planes(exps, mans, n, n as u64);
         let mut c = Vec::new();
-        assert!(ctxjoint::encode(
-            &e,
-            &m,
-            ctxjoint::Rows { len: 3, phase: 1 },
-            &mut c
-        ));
+        assert!(ctxjoint::encode(&e, &m, Rows { len: 3, phase: 1 }, &mut c));
         mutate_pair(&c, &r, n, ctxjoint_survives, "ctxjoint + raw6");
     }
 }
@@ -1902,7 +1899,7 @@ fn assert_matches_reference(exps: &[u8], mans: &[u8]) {
         (65536, 65535),
     ] {
         let mut c = Vec::new();
-        let rows = ctxjoint::Rows {
+        let rows = Rows {
             len: row as u32,
             phase: phase as u32,
         };
@@ -1932,7 +1929,7 @@ fn ctxjoint_payload_matches_the_format_on_weights() {
             .collect();
         let mans = rng.bytes(n);
         assert!(alphabet::Alphabet::of(&exps, &mans).is_some());
-        let rows = ctxjoint::Rows {
+        let rows = Rows {
             len: row as u32,
             phase: (n % row) as u32,
         };

@@ -8,6 +8,7 @@
 
 mod common;
 
+use md5::Digest;
 use sc::codec::Codec;
 use sc::container::{
     BlockRecord, FileHeader, Footer, PlaneEntry, HEADER_FIXED_LEN, INDEX_ENTRY_LEN, MAX_BLOCK_SIZE,
@@ -15,7 +16,7 @@ use sc::container::{
 };
 use sc::pipeline::decode::decode_slice;
 use sc::transform::Transform;
-use sc::{decode, encode, inspect, DecodeOptions, EncodeOptions, Error, Mode, SignModels};
+use sc::{decode, encode, inspect, Base, DecodeOptions, EncodeOptions, Error, Mode, SignModels};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::io::Cursor;
@@ -23,7 +24,6 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::OnceLock;
 
 const SAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/sample.safetensors");
-const TINY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/tiny.safetensors");
 const TAG_BLOCK: u8 = 0xB1;
 const TAG_END: u8 = 0xE0;
 
@@ -106,6 +106,8 @@ struct Fixture {
     block_size: u32,
     blocks: Vec<BlockLoc>,
     end_offset: usize,
+    /// The base the archive was coded against, if any: every decode reads it.
+    base: Option<Base>,
 }
 
 impl Fixture {
@@ -136,6 +138,18 @@ impl Fixture {
         archive: Vec<u8>,
         mode: Mode,
         block_size: u32,
+    ) -> Fixture {
+        Fixture::against(name, original, archive, mode, block_size, None)
+    }
+
+    /// [`Fixture::from_archive`] of an archive coded against `base`.
+    fn against(
+        name: &str,
+        original: Vec<u8>,
+        archive: Vec<u8>,
+        mode: Mode,
+        block_size: u32,
+        base: Option<Base>,
     ) -> Fixture {
         let info = inspect(&mut Cursor::new(&archive)).expect("inspect a good archive");
         assert_eq!(info.header().mode, mode);
@@ -192,10 +206,11 @@ impl Fixture {
             end_offset,
             original,
             archive,
+            base,
         };
         // Sanity: the untouched archive decodes to the original in both reading modes.
         for len in [Some(fx.archive.len() as u64), None] {
-            match run_decode(&fx.archive, len) {
+            match run_decode_with(&fx.archive, len, fx.base.as_ref()) {
                 Ok(Ok(out)) => assert!(out == fx.original, "{}: round trip differs", fx.name),
                 other => panic!("{}: good archive failed: {other:?}", fx.name),
             }
@@ -257,6 +272,13 @@ impl Fixture {
         if pos < HEADER_FIXED_LEN || (self.packed && pos < HEADER_FIXED_LEN + 4) {
             // The prefix length or the deflated kept header's length: impossible, or the read
             // of the kept header or the checksum runs off the end, or the checksum fails.
+            return Expect::CorruptOrTruncated;
+        }
+        if self.base.is_some()
+            && pos >= HEADER_FIXED_LEN + self.kept_stored
+            && pos < self.header_len
+        {
+            // The reference section: a length in it may run past the section's end.
             return Expect::CorruptOrTruncated;
         }
         if pos < self.header_len {
@@ -387,8 +409,17 @@ impl Expect {
     fn accepts(self, e: &Error, archive_len: usize) -> bool {
         match (self, e) {
             (Expect::BadMagic, Error::BadMagic) => true,
-            (Expect::Version, Error::UnsupportedVersion { found, supported }) => {
-                *supported == VERSION && !(OLDEST_VERSION..=VERSION).contains(found)
+            (
+                Expect::Version,
+                Error::UnsupportedVersion {
+                    found,
+                    oldest,
+                    supported,
+                },
+            ) => {
+                *supported == VERSION
+                    && *oldest == OLDEST_VERSION
+                    && !(OLDEST_VERSION..=VERSION).contains(found)
             }
             (Expect::Corrupt, Error::Corrupt(_)) => true,
             (Expect::CorruptOrTruncated, Error::Corrupt(_) | Error::Truncated(_)) => true,
@@ -413,11 +444,17 @@ fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
 
 /// Decodes with the MD5 check on; the outer `Err` is a panic.
 fn run_decode(archive: &[u8], archive_len: Option<u64>) -> Decoded {
+    run_decode_with(archive, archive_len, None)
+}
+
+/// [`run_decode`] with `base`.
+fn run_decode_with(archive: &[u8], archive_len: Option<u64>, base: Option<&Base>) -> Decoded {
     catch_unwind(AssertUnwindSafe(|| {
         let mut out = Vec::new();
         let opts = DecodeOptions {
             check_md5: true,
             archive_len,
+            base,
             ..Default::default()
         };
         decode(archive, &mut out, &opts).map(|_| out)
@@ -426,12 +463,13 @@ fn run_decode(archive: &[u8], archive_len: Option<u64>) -> Decoded {
 }
 
 /// [`run_decode`] of an archive in memory, decoded where it lies.
-fn run_decode_slice(archive: &[u8]) -> Decoded {
+fn run_decode_slice(archive: &[u8], base: Option<&Base>) -> Decoded {
     catch_unwind(AssertUnwindSafe(|| {
         let mut out = Vec::new();
         let opts = DecodeOptions {
             check_md5: true,
             archive_len: None,
+            base,
             ..Default::default()
         };
         decode_slice(archive, &mut out, &opts).map(|_| out)
@@ -489,12 +527,13 @@ impl Tally {
                 "stream"
             }
         );
-        let (decoded, peak) = largest_allocation(|| run_decode(archive, archive_len));
+        let (decoded, peak) =
+            largest_allocation(|| run_decode_with(archive, archive_len, fx.base.as_ref()));
         if archive_len.is_some() && self.cases.is_multiple_of(4) {
             // Decoding the archive in place (as from a memory map) must end the same way; one
             // case in four keeps the test's time in check (the readers share all but the
             // payload source).
-            let sliced = run_decode_slice(archive);
+            let sliced = run_decode_slice(archive, fx.base.as_ref());
             let same = match (&decoded, &sliced) {
                 (Ok(Ok(a)), Ok(Ok(b))) => a == b,
                 (Ok(Err(a)), Ok(Err(b))) => a.to_string() == b.to_string(),
@@ -1050,7 +1089,7 @@ fn synthetic_signed_tensors_best_every_byte() {
     assert_eq!(codecs, [Codec::CtxSigns, Codec::Signs]);
     // Every reader: in place, into a vector, and each tensor and the whole file by random
     // access (the fixture decoded it from a reader, with and without its length).
-    assert!(run_decode_slice(&fx.archive).unwrap().unwrap() == fx.original);
+    assert!(run_decode_slice(&fx.archive, None).unwrap().unwrap() == fx.original);
     let back = sc::decode_to_vec(&fx.archive, &DecodeOptions::default()).unwrap();
     assert!(back == fx.original);
     let mut a = sc::Archive::open(Cursor::new(&fx.archive)).unwrap();
@@ -1135,131 +1174,133 @@ fn synthetic_generic_every_byte() {
     }
 }
 
-/// A BEST archive of `testdata/tiny.safetensors` (4 KiB blocks) written before the joint codec
-/// existed: its BF16 block codes the exponents with the adaptive codec and the sign/mantissa
-/// plane with the context codec, which this build still decodes but no longer writes.
-const LEGACY_BEST: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/tiny.best-context.sc");
+/// `testdata/`, which holds the originals of the golden archives and their bases.
+const TESTDATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata");
 
-/// The same file as a FAST archive written before the huffjoint codec: its BF16 blocks are a
-/// Huffman-coded exponent plane and a stored sign/mantissa plane.
-const LEGACY_FAST: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/tiny.fast-huffman.sc");
-
-/// The same file as a BEST archive of format version 1, written by the last encoder of that
-/// version: its float blocks use the joint and raw6 codecs.
-const LEGACY_BEST_JOINT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/tiny.best-joint.sc");
-
-/// Decodes and mutates every byte of a committed archive of `testdata/tiny.safetensors` (4 KiB
-/// blocks) written by an earlier encoder, after checking that it has a float block whose planes
-/// 0 and 1 use `pair`.
-fn legacy_archive_every_byte(name: &str, path: &str, mode: Mode, pair: [Codec; 2]) {
-    legacy_input_archive_every_byte(name, TINY, path, mode, 4096, pair);
+/// The lines of the tab-separated manifest of `testdata/<folder>/`, comment lines left out;
+/// asserts that every `.sc` file of the folder has its line and every line its file.
+fn manifest(folder: &str, columns: usize) -> Vec<Vec<String>> {
+    let dir = format!("{TESTDATA}/{folder}");
+    let text = std::fs::read_to_string(format!("{dir}/MANIFEST.tsv")).expect("manifest");
+    let rows: Vec<Vec<String>> = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| l.split('\t').map(String::from).collect())
+        .collect();
+    for row in &rows {
+        assert_eq!(row.len(), columns, "{folder}/MANIFEST.tsv: {row:?}");
+    }
+    let mut listed: Vec<&str> = rows.iter().map(|r| r[0].as_str()).collect();
+    listed.sort_unstable();
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .expect("golden folder")
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|f| f.ends_with(".sc"))
+        .collect();
+    files.sort_unstable();
+    assert_eq!(
+        listed, files,
+        "{folder}: archives and manifest lines differ"
+    );
+    rows
 }
 
-/// As [`legacy_archive_every_byte`], for an archive of the file `input` in blocks of
-/// `block_size`; returns the archive's fixture.
-fn legacy_input_archive_every_byte(
-    name: &str,
-    input: &str,
-    path: &str,
-    mode: Mode,
-    block_size: u32,
-    pair: [Codec; 2],
-) -> Fixture {
-    let original = std::fs::read(input).expect("original of a legacy archive in testdata/");
-    let archive = std::fs::read(path).expect("legacy archive in testdata/");
-    let fx = Fixture::from_archive(name, original, archive, mode, block_size);
-    assert!(
-        fx.blocks.iter().any(|b| b.transform.exponent_aligned()
-            && b.planes.len() >= 2
-            && [b.planes[0].0, b.planes[1].0] == pair),
-        "{name}: no float block coded {pair:?}"
-    );
+fn read_testdata(path: &str) -> Vec<u8> {
+    std::fs::read(format!("{TESTDATA}/{path}")).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// `-` in a manifest: none.
+fn given(field: &str) -> Option<&str> {
+    (field != "-").then_some(field)
+}
+
+/// Checks one golden archive against its manifest line `row`, decodes it every way an
+/// archive is read, then mutates every byte of it.
+fn check_golden(row: &[String]) {
+    let [archive, original, base, version, mode, block_size, pair, codecs, md5, _commit] = row
+    else {
+        unreachable!("checked by manifest()")
+    };
+    let name = format!("golden {archive}");
+    let original = read_testdata(original);
+    let md5_of = md5::Md5::digest(&original);
+    let md5_hex: String = md5_of.iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(&md5_hex, md5, "{name}: its original changed");
+    let bytes = read_testdata(&format!("golden/{archive}"));
+    let version: u16 = version.parse().unwrap();
+    assert_eq!(u16::from_le_bytes([bytes[4], bytes[5]]), version, "{name}");
+    let mode = match mode.as_str() {
+        "fast" => Mode::Fast,
+        _ => Mode::Best,
+    };
+    let block_size: u32 = block_size.parse().unwrap();
+    let info = inspect(&mut Cursor::new(&bytes)).expect("inspect a golden archive");
+    assert_eq!(info.format_version, version, "{name}");
+    assert_eq!(info.base_name.as_deref(), given(base), "{name}");
+    let used: Vec<&str> = info.codecs.keys().copied().collect();
+    assert_eq!(used.join(","), *codecs, "{name}: codecs");
+    let base = given(base).map(|b| Base::open(format!("{TESTDATA}/{b}")).expect("golden base"));
+    if base.is_some() {
+        assert!(
+            matches!(
+                sc::decode_to_vec(&bytes, &DecodeOptions::default()),
+                Err(Error::BaseNeeded { .. })
+            ),
+            "{name}: decoded without its base"
+        );
+    }
+    common::decodes_everywhere(&bytes, &original, base.as_ref());
+    let fx = Fixture::against(&name, original, bytes, mode, block_size, base);
+    if let Some(pair) = given(pair) {
+        let codec = |n: &str| Codec::ALL.into_iter().find(|c| c.name() == n).expect(n);
+        let pair: Vec<Codec> = pair.split('/').map(codec).collect();
+        assert!(
+            fx.blocks.iter().any(|b| b.transform.exponent_aligned()
+                && b.planes.len() >= 2
+                && [b.planes[0].0, b.planes[1].0] == pair[..]),
+            "{name}: no float block coded {pair:?}"
+        );
+    }
     let mut t = exhaustive(&fx);
     truncation_cases(&mut t, &fx);
-    t.finish(&fx.name.clone());
-    fx
-}
-
-#[test]
-fn legacy_adaptive_context_archive_every_byte() {
-    legacy_archive_every_byte(
-        "legacy BEST",
-        LEGACY_BEST,
-        Mode::Best,
-        [Codec::Adaptive, Codec::Context],
-    );
-}
-
-#[test]
-fn legacy_version_1_joint_archive_every_byte() {
-    let archive = std::fs::read(LEGACY_BEST_JOINT).expect("legacy archive in testdata/");
-    assert_eq!(u16::from_le_bytes([archive[4], archive[5]]), 1);
-    legacy_archive_every_byte(
-        "legacy BEST joint",
-        LEGACY_BEST_JOINT,
-        Mode::Best,
-        [Codec::Joint, Codec::Raw6],
-    );
-}
-
-/// The same file as a BEST archive of format version 3: its kept header stored deflated.
-const BEST_V3: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/tiny.best-v3.sc");
-
-/// `testdata/tensors.safetensors`: four BF16 tensors of real weights, three of 1024 elements.
-const TENSORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/tensors.safetensors");
-
-/// That file as a BEST archive of format version 4 (8 KiB blocks): its one block holds all four
-/// tensors, coded as a ctxtensors/raw6 pair, after a deflated kept header.
-const BEST_V4: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/tensors.best-v4.sc");
-
-/// That file as a BEST archive of format version 5 with sign models (8 KiB blocks): its one
-/// block holds all four tensors, coded as a ctxsigns/signs pair.
-const BEST_V5: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/tensors.best-v5.sc");
-
-/// Checks that the committed BEST archive `path` of `input` says format `version` and keeps its
-/// header deflated, then decodes and mutates every byte of it and every header field.
-fn versioned_archive_every_byte(
-    version: u16,
-    input: &str,
-    path: &str,
-    block_size: u32,
-    pair: [Codec; 2],
-) {
-    let name = format!("BEST v{version}");
-    let archive = std::fs::read(path).expect("committed archive in testdata/");
-    assert_eq!(u16::from_le_bytes([archive[4], archive[5]]), version);
-    let fx = legacy_input_archive_every_byte(&name, input, path, Mode::Best, block_size, pair);
-    assert!(fx.packed, "{name}: kept header not deflated");
-    let mut t = Tally::default();
     header_cases(&mut t, &fx);
-    t.finish(&format!("{name} header"));
+    t.finish(&name);
 }
 
+/// Every archive of `testdata/golden/`, written by an earlier encoder (`MANIFEST.tsv` says
+/// which and what each pins), decodes to its original every way and survives every byte
+/// mutated: decoders keep reading what every format version wrote.
 #[test]
-fn version_3_deflated_header_archive_every_byte() {
-    versioned_archive_every_byte(3, TINY, BEST_V3, 4096, [Codec::Joint, Codec::Raw6]);
+fn golden_archives_every_way_and_every_byte() {
+    let rows = manifest("golden", 10);
+    std::thread::scope(|s| {
+        for row in &rows {
+            s.spawn(|| check_golden(row));
+        }
+    });
 }
 
+/// Every crafted archive of `testdata/golden-errors/` fails to decode with the error its
+/// manifest line names, and `inspect` does not panic on it.
 #[test]
-fn version_4_ctxtensors_archive_every_byte() {
-    let pair = [Codec::CtxTensors, Codec::Raw6];
-    versioned_archive_every_byte(4, TENSORS, BEST_V4, 8192, pair);
-}
-
-#[test]
-fn version_5_ctxsigns_archive_every_byte() {
-    let pair = [Codec::CtxSigns, Codec::Signs];
-    versioned_archive_every_byte(5, TENSORS, BEST_V5, 8192, pair);
-}
-
-#[test]
-fn legacy_huffman_stored_archive_every_byte() {
-    legacy_archive_every_byte(
-        "legacy FAST",
-        LEGACY_FAST,
-        Mode::Fast,
-        [Codec::Huffman, Codec::Stored],
-    );
+fn golden_errors_fail_with_their_message() {
+    for row in manifest("golden-errors", 3) {
+        let [archive, base, message] = &row[..] else {
+            unreachable!("checked by manifest()")
+        };
+        let bytes = read_testdata(&format!("golden-errors/{archive}"));
+        let base = given(base).map(|b| Base::open(format!("{TESTDATA}/{b}")).expect("base"));
+        let opts = DecodeOptions {
+            base: base.as_ref(),
+            check_md5: true,
+            ..Default::default()
+        };
+        match sc::decode_to_vec(&bytes, &opts) {
+            Err(e) => assert!(e.to_string().contains(message.as_str()), "{archive}: {e}"),
+            Ok(_) => panic!("{archive}: decoded"),
+        }
+        let _ = inspect(&mut Cursor::new(&bytes));
+    }
 }
 
 #[test]
@@ -1604,6 +1645,7 @@ fn crafted_maximal_block_is_not_allocated_from_a_short_archive() {
         block_size: MAX_BLOCK_SIZE,
         blocks: Vec::new(),
         end_offset: a.len(),
+        base: None,
     };
     // Known length: the payload is never allocated. A stream cannot know; it may allocate the
     // one block (the documented bound) before running out.

@@ -6,9 +6,9 @@
 
 mod common;
 
-use common::{read_each, safetensors, tensor_ranges, Rng};
+use common::{decodes_everywhere, safetensors, tensor_ranges, Rng};
 use sc::{
-    decode, decode_file, decode_to_vec, encode, encode_file, encode_to_vec, inspect, Archive, Base,
+    decode, decode_to_vec, encode, encode_file, encode_to_vec, inspect, Archive, Base,
     DecodeOptions, EncodeOptions, EncodeReport, Error, Mode, Reference,
 };
 use std::io::Cursor;
@@ -49,69 +49,6 @@ fn with<'a>(base: &'a Base) -> DecodeOptions<'a> {
         base: Some(base),
         check_md5: true,
         ..Default::default()
-    }
-}
-
-/// Decodes `archive` every way the library reads one (in memory, as a stream, as a file
-/// through maps, tensor by tensor through the index) and checks each gives `original`.
-fn decodes_everywhere(archive: &[u8], original: &[u8], base: Option<&Base>) {
-    let opts = DecodeOptions {
-        base,
-        check_md5: true,
-        ..Default::default()
-    };
-    assert!(
-        decode_to_vec(archive, &opts).unwrap() == original,
-        "in memory"
-    );
-    let mut streamed = Vec::new();
-    decode(archive, &mut streamed, &opts).unwrap();
-    assert!(streamed == original, "as a stream");
-    let mut f = tempfile::tempfile().unwrap();
-    std::io::Write::write_all(&mut f, archive).unwrap();
-    let mut from_file = Vec::new();
-    decode_file(&f, &mut from_file, &opts).unwrap();
-    assert!(from_file == original, "as a file");
-    let open = || {
-        match base {
-            Some(b) => Archive::open_with_base(Cursor::new(archive), b.clone()),
-            None => Archive::open(Cursor::new(archive)),
-        }
-        .unwrap()
-    };
-    let mut a = open();
-    for (name, range) in tensor_ranges(original) {
-        let got = a.read_tensor(&name).unwrap();
-        assert!(got == original[range], "tensor {name} by random access");
-    }
-    assert!(
-        a.read_range(0..original.len() as u64).unwrap() == original,
-        "whole range"
-    );
-    // Many ranges at once, each into its own buffer: every tensor whole, and pieces of them
-    // cut at odd places (some left out, some sharing blocks); with repeated tensors, read a
-    // piece of the archive at a time, down to a block or less.
-    let tensors = tensor_ranges(original);
-    let whole: Vec<_> = tensors.iter().map(|(_, r)| r.clone()).collect();
-    let mut cuts: Vec<_> = std::iter::once(0..5).collect();
-    for (k, r) in whole.iter().enumerate() {
-        let third = r.len() / 3;
-        let (p, q) = (r.start + third + k, r.end - third + 3 * k);
-        cuts.extend([r.start..p.min(r.end), p.min(r.end)..q.min(r.end)]);
-        if k % 3 != 0 {
-            cuts.push(q.min(r.end)..r.end);
-        }
-    }
-    for piece in [None, Some(1), Some(100 << 10)] {
-        for ranges in [&whole, &cuts] {
-            let mut a = open();
-            if let Some(p) = piece {
-                a.set_repeat_piece(p);
-            }
-            for (r, b) in ranges.iter().zip(read_each(&mut a, ranges).unwrap()) {
-                assert!(b[..] == original[r.clone()], "{piece:?}: {r:?} by ranges");
-            }
-        }
     }
 }
 
@@ -174,30 +111,6 @@ fn the_excerpt_pair_codes_to_a_fraction_and_round_trips() {
         if mode == Mode::Best {
             assert!(info.codecs.contains_key("basectx"), "{:?}", info.codecs);
         }
-    }
-}
-
-/// Committed archives of `testdata/tiny-tune.safetensors` coded against
-/// `testdata/tiny.safetensors` (BEST, 4 KiB blocks): by the last encoder of format version 2
-/// (kept header stored as it is) and by a version 3 encoder (kept header deflated, the
-/// reference section after it). Both must keep decoding, every way an archive is read.
-#[test]
-fn committed_version_2_and_3_archives_with_references_decode() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/");
-    let tune = read(&format!("{dir}tiny-tune.safetensors"));
-    let base = Base::open(Path::new(&format!("{dir}tiny.safetensors"))).unwrap();
-    for (file, version) in [("tiny-tune.best-v2.sc", 2), ("tiny-tune.best-v3.sc", 3)] {
-        let archive = read(&format!("{dir}{file}"));
-        let info = inspect(&mut Cursor::new(&archive)).unwrap();
-        assert_eq!(info.format_version, version, "{file}");
-        assert_eq!(info.kept_header_stored < info.kept_header_len, version == 3);
-        assert_eq!(info.base_name.as_deref(), Some("tiny.safetensors"));
-        assert!(info.transforms.contains_key("sub16"), "{file}");
-        decodes_everywhere(&archive, &tune, Some(&base));
-        assert!(matches!(
-            decode_to_vec(&archive, &DecodeOptions::default()),
-            Err(Error::BaseNeeded { .. })
-        ));
     }
 }
 

@@ -19,10 +19,10 @@
 //!   lower bits as one uniform symbol.
 //!
 //! Payload: `u8 shift` (at most 15), `u8 top`, then one range-coded stream (the coder and
-//! binary models of [`super::rc`]) that the decoder must consume exactly.
+//! binary models of [`crate::entropy::rc`]) that the decoder must consume exactly.
 
-use super::rc::{Decoder, Encoder, BIT_HALF, PROB_BITS};
 use super::{CodecError, Decode, Slot, Spec};
+use crate::entropy::rc::{Decoder, Encoder, BIT_HALF, PROB_BITS};
 use crate::transform::Transform;
 
 /// The `basectx` codec: plane 1 of a `sub16` block, given plane 0 and the base.

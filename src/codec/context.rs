@@ -4,12 +4,13 @@
 //! and bits 4..0 are close to uniform and are stored raw, 6 bits per value, costing no
 //! range-coder work. [`super::joint`] replaced it for new archives; decoders keep reading it.
 //!
-//! Payload: two streams (see [`super::adaptive`]) of the modelled bits, then the raw bits laid
+//! Payload: two streams (see [`crate::entropy::streams`]) of the modelled bits, then the raw bits laid
 //! out as a [`super::raw6`] payload.
 
-use super::adaptive::{finish_two, two_streams, AdaptiveModel, Streams};
-use super::rc::{Decoder, Encoder, BIT_HALF};
 use super::{raw6, Codec, CodecError, Decode, Slot, Spec};
+use crate::entropy::model::AdaptiveModel;
+use crate::entropy::rc::{Decoder, Encoder, BIT_HALF};
+use crate::entropy::streams::{finish_two, two_streams, Streams};
 
 /// The `context` codec: plane 1 of an exponent-aligned block, after its exponent plane.
 pub static SPEC: Spec = Spec {

@@ -6,10 +6,11 @@
 //! Payload: the [`Alphabet`], then two streams (see [`super::adaptive`]) of each element's key
 //! (its symbol's rank in the alphabet: at most 256 symbols, so the model is the byte model).
 
-use super::adaptive::{finish_two, two_streams, AdaptiveModel, Params};
-use super::alphabet::{self, Alphabet};
-use super::rc::Encoder;
 use super::{raw6, Codec, CodecError, Decode, Slot, Spec};
+use crate::entropy::alphabet::{self, Alphabet};
+use crate::entropy::model::{AdaptiveModel, Params};
+use crate::entropy::rc::Encoder;
+use crate::entropy::streams::{finish_two, two_streams};
 
 /// The `joint` codec: plane 0 of an exponent-aligned block, with [`raw6`] as plane 1.
 pub static SPEC: Spec = Spec {

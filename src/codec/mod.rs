@@ -2,9 +2,10 @@
 //!
 //! A codec's file holds everything about it: its id and name in the format, where its planes
 //! may sit and how long their payloads may be ([`Spec::fits`], [`Spec::partner`]), its
-//! encoder, and its decoder ([`Spec::decode`]). Shared machinery lives beside them: `rc` (the
-//! range coder the BEST codecs drive), `alphabet` (the joint symbols of exponent and top
-//! mantissa bits). Which codec codes which plane is decided in `crate::choice`.
+//! encoder, and its decoder ([`Spec::decode`]). So listing this folder lists the format's codec
+//! ids (`ctxjoint` holds three). The machinery several codecs share (the range coder, the
+//! adaptive model, the joint alphabet, the row layout) lives apart, in `crate::entropy`. Which
+//! codec codes which plane is decided in `crate::choice`.
 //!
 //! | id | codec | coder |
 //! |---:|---|---|
@@ -33,7 +34,6 @@
 //!    archive using it needs a decoder that has it.
 
 pub mod adaptive;
-pub mod alphabet;
 pub mod basectx;
 pub mod constant;
 pub mod context;
@@ -43,35 +43,12 @@ pub mod huffman;
 pub mod joint;
 pub mod range;
 pub mod raw6;
-pub mod rc;
 pub mod signs;
 pub mod sparse;
 pub mod stored;
 
-use crate::container::PlaneEntry;
+pub use crate::error::CodecError;
 use crate::transform::Transform;
-
-/// A decoding failure inside one plane; the pipeline adds the block number.
-///
-/// A static string, so the decode paths never allocate for errors.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CodecError(pub &'static str);
-
-impl std::fmt::Display for CodecError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.0)
-    }
-}
-
-impl CodecError {
-    /// Attaches the block number, turning this into a library error.
-    pub fn in_block(self, index: u64) -> crate::Error {
-        crate::Error::CorruptBlock {
-            index,
-            reason: self.0.to_string(),
-        }
-    }
-}
 
 /// How one plane is stored: the codecs of this build. Each codec's `SPEC` states its id; the
 /// variants' values are the same (a test checks it).
@@ -252,44 +229,6 @@ impl Spec {
             partner: None,
             decode: Decode::Plane(decode),
         }
-    }
-}
-
-/// Checks the planes of a block record against each codec's rules and the pairing rules;
-/// `Err` says what is wrong.
-pub fn check_planes(
-    transform: Transform,
-    plane_len: u32,
-    planes: &[PlaneEntry],
-) -> Result<(), String> {
-    for (k, p) in planes.iter().enumerate() {
-        let slot = Slot {
-            plane: k,
-            transform,
-            plane_len,
-        };
-        if !(p.codec.spec().fits)(slot, p.coded_len) {
-            return Err(format!(
-                "plane {k}: {} length {} impossible for {plane_len} bytes",
-                p.codec.name(),
-                p.coded_len
-            ));
-        }
-    }
-    let head = planes[0].codec;
-    let second = planes.get(1).map(|p| p.codec);
-    let partnered = second.is_some_and(|c| matches!(c.spec().decode, Decode::Partner));
-    match head.spec().partner {
-        Some(partner) if second != Some(partner) => Err(format!(
-            "{} and {} planes must come as a pair",
-            head.name(),
-            partner.name()
-        )),
-        None if partnered => Err(format!(
-            "{} plane without the codec it pairs with",
-            second.map_or("", Codec::name)
-        )),
-        _ => Ok(()),
     }
 }
 

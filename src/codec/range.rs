@@ -1,5 +1,5 @@
 //! `range` (id 3): BEST's static order-0 coder, for planes whose statistics hold still across
-//! the block: frequencies normalised to [`PROB_BITS`](super::rc::PROB_BITS) bits, transmitted compactly, decoded
+//! the block: frequencies normalised to [`PROB_BITS`](crate::entropy::rc::PROB_BITS) bits, transmitted compactly, decoded
 //! through a slot-to-symbol lookup table, never a linear search.
 //!
 //! Plane payload layout:
@@ -10,8 +10,8 @@
 //! bytes  the range-coded symbols
 //! ```
 
-use super::rc::{past_table, Decoder, Encoder, PROB_SCALE};
 use super::{CodecError, Spec};
+use crate::entropy::rc::{past_table, Decoder, Encoder, PROB_SCALE};
 
 /// The `range` codec.
 pub static SPEC: Spec = Spec::plane_coder(3, "range", decode);

@@ -9,7 +9,7 @@
 //! `1 / (count + 1 + 2 * PRIOR)`; past `CAP` signs the step stays fixed. Columns with no
 //! lean cost almost nothing over a raw bit (the prior keeps early estimates near one half).
 //!
-//! The columns are those of plane 0's parts (see [`super::ctxjoint::Part`]): element `i` of a
+//! The columns are those of plane 0's parts (see [`crate::entropy::rows::Part`]): element `i` of a
 //! part is in column `(phase + i) % len` of its rows, and every part starts its columns afresh.
 //!
 //! Payload (see docs/FORMAT.md): two range coded streams of the signs (element `k` of the plane
@@ -17,10 +17,10 @@
 //! element, 5 bits an element from the least significant bit up, `ceil(5 * n / 8)` bytes, the
 //! unused high bits of the last byte zero.
 
-use super::adaptive::{finish_two, two_streams, Streams};
-use super::ctxjoint::{parts_fit, Part, Rows};
-use super::rc::{Encoder, BIT_PROB_BITS};
 use super::{raw6, CodecError, Decode, Slot, Spec};
+use crate::entropy::rc::{Encoder, BIT_PROB_BITS};
+use crate::entropy::rows::{parts_fit, Part, Rows};
+use crate::entropy::streams::{finish_two, two_streams, Streams};
 
 /// The `signs` codec: plane 1 of an exponent-aligned block, decoded by its `ctxsigns` plane 0.
 pub static SPEC: Spec = Spec {
@@ -369,9 +369,10 @@ pub(crate) fn decode_raw6(payload: &[u8], parts: &[Part], n: usize) -> Result<Ve
 
 #[cfg(test)]
 mod tests {
+    use super::super::ctxjoint;
     use super::super::ctxjoint::tests::roundtrip_coded;
-    use super::super::ctxjoint::{self, MAX_ROW};
     use super::*;
+    use crate::entropy::rows::MAX_ROW;
 
     /// Planes in `parts` that look like weights: exponents around 120, random mantissa bits,
     /// and each column's sign set with a probability of its own, drawn from `leans`.

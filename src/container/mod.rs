@@ -8,7 +8,7 @@ pub mod checksum;
 pub mod kept;
 pub mod refs;
 
-use crate::codec::{self, Codec};
+use crate::codec::{Codec, Decode, Slot};
 use crate::error::{Error, Result};
 use crate::read::{read_exact_or, read_up_to};
 use crate::transform::{Transform, MAX_PLANES};
@@ -264,6 +264,7 @@ impl FileHeader {
         if !(OLDEST_VERSION..=VERSION).contains(&version) {
             return Err(Error::UnsupportedVersion {
                 found: version,
+                oldest: OLDEST_VERSION,
                 supported: VERSION,
             });
         }
@@ -499,7 +500,7 @@ impl BlockRecord {
             planes.push(PlaneEntry { codec, coded_len });
         }
         let plane_len = transform.plane_len(raw_len as usize) as u32;
-        codec::check_planes(transform, plane_len, &planes).map_err(bad)?;
+        check_planes(transform, plane_len, &planes).map_err(bad)?;
         Ok(Some(BlockRecord {
             transform,
             raw_len,
@@ -645,6 +646,44 @@ impl Footer {
             return Err(corrupt("end tag missing where the trailer points"));
         }
         Footer::read_after_tag(r, blocks)
+    }
+}
+
+/// Checks the planes of a block record against each codec's rules and the pairing rules;
+/// `Err` says what is wrong.
+fn check_planes(
+    transform: Transform,
+    plane_len: u32,
+    planes: &[PlaneEntry],
+) -> std::result::Result<(), String> {
+    for (k, p) in planes.iter().enumerate() {
+        let slot = Slot {
+            plane: k,
+            transform,
+            plane_len,
+        };
+        if !(p.codec.spec().fits)(slot, p.coded_len) {
+            return Err(format!(
+                "plane {k}: {} length {} impossible for {plane_len} bytes",
+                p.codec.name(),
+                p.coded_len
+            ));
+        }
+    }
+    let head = planes[0].codec;
+    let second = planes.get(1).map(|p| p.codec);
+    let partnered = second.is_some_and(|c| matches!(c.spec().decode, Decode::Partner));
+    match head.spec().partner {
+        Some(partner) if second != Some(partner) => Err(format!(
+            "{} and {} planes must come as a pair",
+            head.name(),
+            partner.name()
+        )),
+        None if partnered => Err(format!(
+            "{} plane without the codec it pairs with",
+            second.map_or("", Codec::name)
+        )),
+        _ => Ok(()),
     }
 }
 

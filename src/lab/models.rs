@@ -3,11 +3,12 @@
 
 use super::read_file_header;
 use crate::choice::{ctx_parts, SignModels};
-use crate::codec::ctxjoint::{self, Part, Rows, Variant};
+use crate::codec::ctxjoint::{self, Variant};
 use crate::codec::{adaptive, context, huffjoint, huffman, joint, range, raw6, signs};
+use crate::entropy::rows::{Part, Rows, TensorRows};
 use crate::error::{Error, Result};
 use crate::pipeline::encode::EncodeOptions;
-use crate::pipeline::plan::{Planner, TensorRows};
+use crate::pipeline::plan::Planner;
 use crate::pipeline::refs::Spans;
 use crate::read::read_exact_or;
 use crate::safetensors::{Dtype, Header};

@@ -2,23 +2,13 @@
 //! and its decoding, each plane by its codec's decoder (two planes concurrently), then merged
 //! and checked.
 
+pub use crate::choice::Scratch;
 use crate::choice::{self, SignModels};
 use crate::codec::{Codec, CodecError, Decode};
 use crate::container::{checksum, BlockRecord, Mode, PlaneEntry};
-use crate::pipeline::plan::TensorRows;
+use crate::entropy::rows::TensorRows;
 use crate::transform::{Transform, MAX_PLANES};
 use rayon::prelude::*;
-
-/// Reusable per-worker buffers: split planes and their coded forms.
-#[derive(Default)]
-pub struct Scratch {
-    /// Planes split from a block, or decoded.
-    pub(crate) planes: [Vec<u8>; MAX_PLANES],
-    /// Coded planes.
-    pub(crate) coded: [Vec<u8>; MAX_PLANES],
-    /// Joint keys, for FAST's `huffjoint` codec.
-    pub(crate) keys: Vec<u8>,
-}
 
 /// Codes one block into the scratch `s`; returns its record, whose payloads [`payloads`]
 /// finds in `raw` and `s`. `rows` says where its elements lie in the rows of its tensors (see

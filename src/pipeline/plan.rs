@@ -11,6 +11,7 @@
 //! either, so a block is coded against its base bytes all through, or not at all.
 
 use super::refs::{From, Spans};
+pub use crate::entropy::rows::TensorRows;
 use crate::safetensors::{Dtype, Header};
 use crate::transform::Transform;
 use crate::Mode;
@@ -37,35 +38,6 @@ pub struct BlockSpec {
     pub rows: Vec<TensorRows>,
     /// Whether the block holds referenced tensors, to be coded against their base bytes.
     pub based: bool,
-}
-
-/// Where the elements of a block lie in the rows of one of its tensors, for the coders that
-/// model rows (BEST's `ctxjoint`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TensorRows {
-    /// Row lengths in elements to choose from: the tensor's last dimension above 1, and the
-    /// product of its dimensions after the first (the same for 2-D tensors; both the element
-    /// count for 1-D ones).
-    pub lens: [u64; 2],
-    /// Index in the tensor of the block's first element; negative when the tensor starts
-    /// inside the block.
-    pub first: i64,
-}
-
-impl TensorRows {
-    /// The element of the block where the tensor's part of it starts.
-    pub fn start(&self) -> u64 {
-        (-self.first).max(0) as u64
-    }
-
-    /// The row lengths of a tensor of `shape` holding `elements` elements.
-    pub(crate) fn lens(shape: &[u64], elements: u64) -> [u64; 2] {
-        let dims: Vec<u64> = shape.iter().copied().filter(|&d| d > 1).collect();
-        match dims.as_slice() {
-            [] | [_] => [elements.max(1); 2],
-            [_, rest @ ..] => [dims[dims.len() - 1], rest.iter().product()],
-        }
-    }
 }
 
 /// What a region's bytes are coded against.

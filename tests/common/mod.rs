@@ -111,3 +111,68 @@ pub fn check_layout(file: &[u8]) -> (Header, serde_json::Value) {
     assert_eq!(end as usize, file.len() - 8 - json_len, "trailing bytes");
     (h, serde_json::from_slice(json).unwrap())
 }
+
+/// Decodes `archive` every way the library reads one (in memory, as a stream, as a file
+/// through maps, tensor by tensor through the index) and checks each gives `original`.
+pub fn decodes_everywhere(archive: &[u8], original: &[u8], base: Option<&sc::Base>) {
+    use sc::{decode, decode_file, decode_to_vec, Archive, DecodeOptions};
+    use std::io::Cursor;
+    let opts = DecodeOptions {
+        base,
+        check_md5: true,
+        ..Default::default()
+    };
+    assert!(
+        decode_to_vec(archive, &opts).unwrap() == original,
+        "in memory"
+    );
+    let mut streamed = Vec::new();
+    decode(archive, &mut streamed, &opts).unwrap();
+    assert!(streamed == original, "as a stream");
+    let mut f = tempfile::tempfile().unwrap();
+    std::io::Write::write_all(&mut f, archive).unwrap();
+    let mut from_file = Vec::new();
+    decode_file(&f, &mut from_file, &opts).unwrap();
+    assert!(from_file == original, "as a file");
+    let open = || {
+        match base {
+            Some(b) => Archive::open_with_base(Cursor::new(archive), b.clone()),
+            None => Archive::open(Cursor::new(archive)),
+        }
+        .unwrap()
+    };
+    let mut a = open();
+    for (name, range) in tensor_ranges(original) {
+        let got = a.read_tensor(&name).unwrap();
+        assert!(got == original[range], "tensor {name} by random access");
+    }
+    assert!(
+        a.read_range(0..original.len() as u64).unwrap() == original,
+        "whole range"
+    );
+    // Many ranges at once, each into its own buffer: every tensor whole, and pieces of them
+    // cut at odd places (some left out, some sharing blocks); with repeated tensors, read a
+    // piece of the archive at a time, down to a block or less.
+    let tensors = tensor_ranges(original);
+    let whole: Vec<_> = tensors.iter().map(|(_, r)| r.clone()).collect();
+    let mut cuts: Vec<_> = std::iter::once(0..5).collect();
+    for (k, r) in whole.iter().enumerate() {
+        let third = r.len() / 3;
+        let (p, q) = (r.start + third + k, r.end - third + 3 * k);
+        cuts.extend([r.start..p.min(r.end), p.min(r.end)..q.min(r.end)]);
+        if k % 3 != 0 {
+            cuts.push(q.min(r.end)..r.end);
+        }
+    }
+    for piece in [None, Some(1), Some(100 << 10)] {
+        for ranges in [&whole, &cuts] {
+            let mut a = open();
+            if let Some(p) = piece {
+                a.set_repeat_piece(p);
+            }
+            for (r, b) in ranges.iter().zip(read_each(&mut a, ranges).unwrap()) {
+                assert!(b[..] == original[r.clone()], "{piece:?}: {r:?} by ranges");
+            }
+        }
+    }
+}

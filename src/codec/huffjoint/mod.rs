@@ -1,5 +1,5 @@
 //! `huffjoint` (id 8): FAST's coder of an `exp16` block's joint symbols (see
-//! [`super::alphabet`]): the keys Huffman-coded, the other 6 bits of each element as a
+//! [`crate::entropy::alphabet`]): the keys Huffman-coded, the other 6 bits of each element as a
 //! [`super::raw6`] plane 1. It codes and decodes straight from and into the block's 16-bit
 //! words, the transform's split and merge folded in, so each element is written once; the
 //! expansion of keys and raw bits into words has AVX-512 VBMI, AVX2 and BMI2 kernels
@@ -10,8 +10,8 @@
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
-use super::alphabet::{Alphabet, MAX_USED, SYMBOLS};
 use super::{huffman, raw6, Codec, CodecError, Decode, Slot, Spec};
+use crate::entropy::alphabet::{Alphabet, MAX_USED, SYMBOLS};
 use crate::transform::Transform;
 #[cfg(target_arch = "x86_64")]
 use x86::{expand16_detect, pack16_detect};

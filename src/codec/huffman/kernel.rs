@@ -4,7 +4,7 @@
 #![allow(unsafe_code)]
 
 use super::{quarter, DecodeTable, Table, COUNT_SHIFT, LEN_SHIFT, LOOKUP_MASK, MAX_SYMS, STREAMS};
-use crate::codec::CodecError;
+use crate::error::CodecError;
 
 /// Lookups per stream between refills: a refill leaves at least 56 bits, a lookup takes <= 12.
 const LOOKUPS: usize = 4;

@@ -1,9 +1,9 @@
 //! The 32-bit range coder the BEST codecs drive (carry-propagating, byte-wise
 //! renormalisation): symbols given as intervals of a `1 << PROB_BITS` total, and bits with
-//! adaptive binary models. The models themselves live with their codecs: [`super::range`]
-//! (static), [`super::adaptive`], [`super::context`], [`super::joint`].
+//! adaptive binary models. The adaptive frequency model is [`super::model`]; the others live
+//! with their codecs ([`crate::codec::range`]'s static one, [`crate::codec::context`]'s).
 
-use super::CodecError;
+use crate::error::CodecError;
 use std::num::NonZeroU32;
 
 /// Frequencies sum to `1 << PROB_BITS`.
@@ -89,7 +89,7 @@ impl Encoder {
     }
 
     /// Codes one bit whose 0 has probability `p` of 4096, `p` in `[255, 3841]` (a model that
-    /// keeps its own state, such as [`super::signs`]'s).
+    /// keeps its own state, such as [`crate::codec::signs`]'s).
     #[inline(always)]
     pub(crate) fn encode_bit_at(&mut self, p: u32, bit: u32) {
         let bound = (self.range >> BIT_PROB_BITS) * p;

@@ -1,5 +1,5 @@
-//! Joint symbols for exponent-aligned float planes, shared by BEST's [`super::joint`] codec
-//! (adaptive range coding) and FAST's [`super::huffjoint`] codec (Huffman coding).
+//! Joint symbols for exponent-aligned float planes, shared by BEST's [`crate::codec::joint`] codec
+//! (adaptive range coding) and FAST's [`crate::codec::huffjoint`] codec (Huffman coding).
 //!
 //! The exponent byte `e` and the top two mantissa bits `m` (bits 6..5 of the sign/mantissa
 //! byte) form the symbol `e * 4 + m`; the distribution of those mantissa bits depends on the
@@ -7,12 +7,12 @@
 //! at one decode step per element. A block's symbols are replaced by their rank ("key") in the
 //! block's alphabet, at most [`MAX_USED`] of them, so keys are bytes and the byte coders apply.
 //! The other six bits (the sign and bits 4..0) are close to uniform and go to a
-//! [`super::raw6`] plane, 6 bits per element.
+//! [`crate::codec::raw6`] plane, 6 bits per element.
 //!
 //! Serialised alphabet (see docs/FORMAT.md): a 32-byte bitmap of the exponents used, then a
 //! 4-bit mask of the mantissa pairs used per used exponent, two per byte, low nibble first.
 
-use super::CodecError;
+use crate::error::CodecError;
 
 /// Number of joint symbols `e * 4 + m`.
 pub const SYMBOLS: usize = 1024;
