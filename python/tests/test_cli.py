@@ -7,8 +7,10 @@ from __future__ import annotations
 import os
 import pathlib
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -110,3 +112,18 @@ def test_paths_that_look_like_flags(checkpoint, tmp_path, monkeypatch):
     os.rename(checkpoint, tmp_path / "-in")
     sc.compress_folder("-in", "-")
     assert (tmp_path / "-" / "model-00001-of-00002.safetensors.sc").is_file()
+
+
+def test_an_interrupted_command_leaves_no_output(tmp_path):
+    run = subprocess.Popen([str(BIN / "sc-weights"), "encode", "-q", "-", "-o", str(tmp_path / "out.sc")],
+                           stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert run.stdin is not None and run.stderr is not None
+    run.stdin.write(SAMPLE.read_bytes()[:100_000])
+    run.stdin.flush()
+    deadline = time.monotonic() + 20
+    while not any(p.name.endswith(".sc-tmp") for p in tmp_path.iterdir()):
+        assert time.monotonic() < deadline, "no temporary output appeared"
+        time.sleep(0.02)
+    run.send_signal(signal.SIGINT)
+    assert run.wait(20) == 130 and run.stderr.read() == b"sc: interrupted\n"
+    assert list(tmp_path.iterdir()) == []
