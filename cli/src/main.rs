@@ -1,18 +1,8 @@
-//! `sc` binary: parses arguments and reports errors; the work is in the library.
+//! `sc` binary: runs the command line of the `sc_cli` library; the work is in the `sc` library.
 
-mod cli;
-
-use std::io::Write;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let args = cli::parse();
-    match cli::run(args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            // Nothing more can be done if stderr itself is gone.
-            let _ = writeln!(std::io::stderr(), "sc: error: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+    // Exit statuses are 0 to 2 and 128 + a signal, all below 256.
+    ExitCode::from(sc_cli::main(std::env::args_os()) as u8)
 }

@@ -10,6 +10,9 @@
     import sc.torch
     state = sc.torch.load_file("model.safetensors.sc")
 
+`sc.compress_folder(DIR, OUT)` writes what `sc encode DIR -o OUT` writes; the `sc-weights`
+command (and `python -m sc`) is the `sc` command line itself.
+
 `sc.numpy`, `sc.torch` and `sc.transformers` are imported on first use, so `import sc` needs
 neither torch nor transformers. Errors about archives raise `sc.ScError`, a `ValueError`.
 """
@@ -19,10 +22,14 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from ._cli import compress_folder, decompress_folder
 from ._core import compress_file, decompress_file, safe_open, verify
 from ._sc import ScError, __version__
 
-__all__ = ["ScError", "safe_open", "compress_file", "decompress_file", "verify", "__version__"]
+__all__ = [
+    "ScError", "safe_open", "compress_file", "decompress_file", "compress_folder",
+    "decompress_folder", "verify", "__version__",
+]
 
 
 def __getattr__(name: str) -> Any:

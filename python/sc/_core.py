@@ -9,7 +9,7 @@ import os
 import struct
 from typing import Any, Callable, Iterable, NamedTuple
 
-from . import _sc
+from . import _plain, _sc
 from ._sc import ScError
 
 # Element width of each safetensors dtype, in the order safetensors lays tensors out: a file
@@ -83,7 +83,9 @@ class Archive:
 
     `base` is the path of the base checkpoint (safetensors file, `.sc` archive or folder of
     shards) that an archive of a fine-tune is coded against; without it such an archive opens,
-    but reading a tensor coded against the base raises ScError naming the base needed."""
+    but reading a tensor coded against the base raises ScError naming the base needed. A plain
+    safetensors file (told apart by its first bytes, whatever its name) opens too, and reads
+    as `safetensors` reads it."""
 
     def __init__(self, source: str | os.PathLike | bytes, threads: int | None = None, base: str | os.PathLike | None = None):
         if not isinstance(source, (bytes, bytearray, memoryview)):
@@ -92,7 +94,7 @@ class Archive:
         else:
             source = bytes(source)
             self.where = "the archive in memory"
-        self._reader = _sc.Reader(source, threads, _path(base))
+        self._reader = _plain.reader(source, threads, _path(base))
         if self._reader.header_json() is None:
             raise ScError(
                 f"{self.where}: a generic archive (its original file is not safetensors): "
@@ -315,9 +317,10 @@ def safetensors_parts(
 def encode(
     parts: list[Any],
     path: str | os.PathLike | None,
-    mode: str,
+    mode: str | None,
     block_size: int | None = None,
     threads: int | None = None,
+    level: int | None = None,
 ) -> bytes | None:
     """Encodes the concatenated `parts` to `path` (replacing it), or returns the archive."""
     return _sc.encode_parts(
@@ -327,22 +330,26 @@ def encode(
         block_size=block_size,
         threads=threads,
         overwrite=True,
+        level=level,
     )
 
 
 def compress_file(
     src: str | os.PathLike,
     dst: str | os.PathLike,
-    mode: str = "fast",
+    mode: str | None = None,
     block_size: int | None = None,
     threads: int | None = None,
     *,
     md5: bool | None = None,
     overwrite: bool = False,
     base: str | os.PathLike | None = None,
+    level: int | None = None,
 ) -> dict[str, Any]:
     """Compresses the file `src` (safetensors or any other) into the archive `dst`, as
-    `sc encode` does. `mode` "fast" or "best"; `block_size` in bytes (even, 4 KiB to 64 MiB,
+    `sc encode` does. `mode` "fast" (the default) or "best"; `level` 1 to 9 as `sc -1` to
+    `sc -9` (1 to 5 FAST; 6 to 9 BEST: 6 without sign models, decoding fastest, 9 with them on
+    every block they make smaller, smallest); `block_size` in bytes (even, 4 KiB to 64 MiB,
     default 1 MiB); `threads` (default: all cores); `md5` records the whole file's MD5 (default:
     BEST only). `base`, a fine-tune's base checkpoint (safetensors file, `.sc` archive or folder
     of shards), codes each tensor against the base's tensor of the same name, dtype and shape
@@ -354,7 +361,7 @@ def compress_file(
     return dict(
         _sc.compress_file(
             os.fspath(src), os.fspath(dst), mode=mode, block_size=block_size, md5=md5,
-            threads=threads, overwrite=overwrite, base=_path(base),
+            threads=threads, overwrite=overwrite, base=_path(base), level=level,
         )
     )
 
@@ -421,17 +428,18 @@ def savers(items: Callable[[dict[str, Any]], list[tuple[str, str, list[int], Any
     """`save_file` and `save` for a framework whose tensors `items` turns into (name, dtype,
     shape, bytes); `like` names the safetensors module they mirror."""
 
-    def save_file(tensors: dict[str, Any], filename: str | os.PathLike, metadata: dict[str, str] | None = None, mode: str = "fast", block_size: int | None = None, threads: int | None = None) -> None:
-        encode(safetensors_parts(items(tensors), metadata), filename, mode, block_size, threads)
+    def save_file(tensors: dict[str, Any], filename: str | os.PathLike, metadata: dict[str, str] | None = None, mode: str | None = None, block_size: int | None = None, threads: int | None = None, *, level: int | None = None) -> None:
+        encode(safetensors_parts(items(tensors), metadata), filename, mode, block_size, threads, level)
 
-    def save(tensors: dict[str, Any], metadata: dict[str, str] | None = None, mode: str = "fast", block_size: int | None = None, threads: int | None = None) -> bytes:
-        out = encode(safetensors_parts(items(tensors), metadata), None, mode, block_size, threads)
+    def save(tensors: dict[str, Any], metadata: dict[str, str] | None = None, mode: str | None = None, block_size: int | None = None, threads: int | None = None, *, level: int | None = None) -> bytes:
+        out = encode(safetensors_parts(items(tensors), metadata), None, mode, block_size, threads, level)
         assert out is not None
         return out
 
     save_file.__doc__ = (
         f"Writes `tensors` as an archive of the safetensors file `{like}.save_file` would write (so "
-        "`sc decode` gives that file back byte for byte). `mode` \"fast\" or \"best\"; `block_size` "
+        "`sc decode` gives that file back byte for byte). `mode` \"fast\" (the default) or \"best\", "
+        "or `level` 1 to 9 as in `sc.compress_file`; `block_size` "
         "in bytes (default 1 MiB); `threads` (default: all cores). Replaces `filename` through a "
         "temporary file renamed into place."
     )

@@ -45,11 +45,12 @@ class Reader:
 def encode_parts(
     parts: list[Buffer],
     dst: str | os.PathLike[str] | None = None,
-    mode: str = "fast",
+    mode: str | None = None,
     block_size: int | None = None,
     md5: bool | None = None,
     threads: int | None = None,
     overwrite: bool = True,
+    level: int | None = None,
 ) -> bytes | None:
     """Encodes the concatenated `parts` into an archive written to `dst` (through a temporary
     file renamed into place), or returned when `dst` is None."""
@@ -57,15 +58,17 @@ def encode_parts(
 def compress_file(
     src: str | os.PathLike[str],
     dst: str | os.PathLike[str],
-    mode: str = "fast",
+    mode: str | None = None,
     block_size: int | None = None,
     md5: bool | None = None,
     threads: int | None = None,
     overwrite: bool = False,
     base: str | os.PathLike[str] | None = None,
+    level: int | None = None,
 ) -> dict[str, Any]:
     """Compresses the file `src` into the archive `dst`, coded against `base` when given;
-    tensors that repeat an earlier one are stored once."""
+    tensors that repeat an earlier one are stored once. `mode` "fast" (default) or "best", or
+    `level` 1 to 9 as the command line's `-1` to `-9`."""
 
 def decompress_file(
     src: str | os.PathLike[str],
@@ -85,3 +88,11 @@ def verify(
 ) -> dict[str, Any]:
     """Decodes the archive `path` without writing, checking every block and the recorded MD5;
     `base`, the path of the base it is coded against."""
+
+def main(argv: list[str]) -> int:
+    """Runs the `sc` command line `argv` (the program's name first) as the `sc` program does,
+    taking over the fatal signals; returns its exit status."""
+
+def run_command(argv: list[str]) -> None:
+    """Runs the `sc` command line `argv` (the program's name first) inside this interpreter;
+    raises ScError with its one-line message when it fails."""

@@ -42,7 +42,8 @@ NUMPY = _Numpy()
 
 
 def load_file(filename: str | os.PathLike, device: str = "cpu", threads: int | None = None, base: str | os.PathLike | None = None) -> dict[str, np.ndarray]:
-    """Every tensor of the archive `filename` as a NumPy array, by name.
+    """Every tensor of the archive `filename` as a NumPy array, by name; a plain safetensors
+    file (told apart by its first bytes) loads as `safetensors.numpy.load_file` loads it.
 
     Decodes the whole archive in one parallel pass, each tensor into its array's own memory.
     An archive of a fine-tune needs the `base` it was coded against (safetensors file, `.sc`

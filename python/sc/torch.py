@@ -9,7 +9,14 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import torch
+try:
+    import torch
+except ImportError as e:
+    raise ModuleNotFoundError(
+        "sc.torch needs PyTorch: install the package with its torch extra, "
+        'pip install "./python[torch]" from the repository (or pip install torch)',
+        name=e.name,
+    ) from e
 
 from . import _core
 
@@ -47,7 +54,8 @@ TORCH = _Torch()
 
 
 def load_file(filename: str | os.PathLike, device: str = "cpu", threads: int | None = None, base: str | os.PathLike | None = None) -> dict[str, torch.Tensor]:
-    """Every tensor of the archive `filename`, by name (as `safetensors.torch.load_file`).
+    """Every tensor of the archive `filename`, by name (as `safetensors.torch.load_file`); a
+    plain safetensors file (told apart by its first bytes) loads as that function loads it.
 
     Decodes the whole archive in one parallel pass, each tensor into its own memory. An archive
     of a fine-tune needs the `base` it was coded against (safetensors file, `.sc` archive or
@@ -76,6 +84,75 @@ def _items(tensors: dict[str, torch.Tensor]) -> list[tuple[str, str, list[int], 
 
 
 save_file, save = _core.savers(_items, "safetensors.torch")
+
+
+def _shared(state: dict[str, torch.Tensor]) -> list[list[str]]:
+    """The names of `state` whose tensors overlap in memory (tied weights), in groups, as
+    `safetensors.torch.save_model` finds them."""
+    by_storage: dict[tuple, list[str]] = {}
+    for name, t in state.items():
+        if t.device.type == "meta":
+            continue
+        s = t.untyped_storage()
+        if s.data_ptr() and s.nbytes():
+            by_storage.setdefault((t.device, s.data_ptr(), s.nbytes()), []).append(name)
+    groups = []
+    for names in by_storage.values():
+        spans = []
+        for name in names:
+            t = state[name]
+            last = sum((n - 1) * st for n, st in zip(t.shape, t.stride())) + 1 if t.numel() else 0
+            spans.append((t.data_ptr(), t.data_ptr() + last * t.element_size(), name))
+        spans.sort()
+        group, stop = [spans[0][2]], spans[0][1]
+        for start, end, name in spans[1:]:
+            if start >= stop:
+                groups.append(group)
+                group = []
+            group.append(name)
+            stop = end
+        groups.append(group)
+    return [g for g in groups if len(g) > 1]
+
+
+def save_model(
+    model: torch.nn.Module,
+    filename: str | os.PathLike,
+    metadata: dict[str, str] | None = None,
+    force_contiguous: bool = True,
+    mode: str | None = None,
+    block_size: int | None = None,
+    threads: int | None = None,
+    *,
+    level: int | None = None,
+) -> None:
+    """Writes `model`'s state dict as an archive (as `safetensors.torch.save_model` writes it
+    as a file): of tensors sharing memory (tied weights) only one is written, the one whose
+    name sorts first among those covering their whole storage, and the metadata maps each name
+    left out to it (unless `metadata` already has that name). `load_model` loads the archive
+    back into such a model. `force_contiguous` is taken for safetensors' signature: tensors are
+    always written contiguous. `mode`, `level`, `block_size` and `threads` as in `save_file`."""
+    state = model.state_dict()
+    metadata = None if metadata is None else dict(metadata)
+    for group in _shared(state):
+        whole = sorted(n for n in group if _whole(state[n]))
+        if not whole:
+            raise RuntimeError(
+                f"cannot save the tensors sharing memory {sorted(group)}: none of them covers "
+                "the whole storage (save copies of them with save_file)"
+            )
+        for name in sorted(group):
+            if name != whole[0]:
+                metadata = {} if metadata is None else metadata
+                metadata.setdefault(name, whole[0])
+                del state[name]
+    save_file(state, filename, metadata, mode, block_size, threads, level=level)
+
+
+def _whole(t: torch.Tensor) -> bool:
+    """Whether `t` covers its whole storage."""
+    s = t.untyped_storage()
+    return t.data_ptr() == s.data_ptr() and t.numel() * t.element_size() == s.nbytes()
 
 
 def load_model(

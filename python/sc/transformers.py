@@ -1,19 +1,30 @@
 """Hugging Face transformers models from folders of `.sc` archives.
 
-`sc encode DIR -o OUT` turns a checkpoint folder into one whose weights are
-`*.safetensors.sc` archives beside the untouched config, tokenizer files and
-`model.safetensors.index.json`. `from_pretrained(model_class, OUT)` loads it as
-`model_class.from_pretrained(DIR)` loads the original. Tokenizers and other files load from
-OUT as usual (`AutoTokenizer.from_pretrained(OUT)`).
+`sc encode DIR -o OUT` (or `sc.compress_folder(DIR, OUT)`) turns a checkpoint folder into one
+whose weights are `*.safetensors.sc` archives beside the untouched config, tokenizer files and
+`model.safetensors.index.json`; `save_pretrained(model, OUT)` writes such a folder from a model.
+`from_pretrained(model_class, OUT)` loads it as `model_class.from_pretrained(DIR)` loads the
+original. Tokenizers and other files load from OUT as usual
+(`AutoTokenizer.from_pretrained(OUT)`).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import tempfile
 from typing import Any
 
 from . import torch as sc_torch
+from ._cli import compress_folder
+
+if importlib.util.find_spec("transformers") is None:
+    raise ModuleNotFoundError(
+        "sc.transformers needs transformers: install the package with its transformers extra, "
+        'pip install "./python[transformers]" from the repository (or pip install transformers)',
+        name="transformers",
+    )
 
 _INDEX = "model.safetensors.index.json"
 
@@ -76,3 +87,34 @@ def from_pretrained(model_class: Any, folder: str | os.PathLike, **kwargs: Any) 
     model = model_class.from_pretrained(None, config=config, state_dict=state, **kwargs)
     model.config.name_or_path = os.fspath(folder)
     return model
+
+
+def save_pretrained(
+    model: Any,
+    folder: str | os.PathLike,
+    *,
+    mode: str | None = None,
+    level: int | None = None,
+    block_size: int | None = None,
+    threads: int | None = None,
+    overwrite: bool = False,
+    **kwargs: Any,
+) -> None:
+    """Writes `model` into `folder` as `model.save_pretrained(folder, **kwargs)` would, its
+    weights as `.sc` archives: exactly the folder that `sc encode DIR -o folder` makes of the
+    folder `save_pretrained` writes (config, generation config and safetensors index as they
+    are, each `*.safetensors` shard as `*.safetensors.sc`), which `from_pretrained` loads.
+    `mode`, `level`, `block_size` and `threads` as in `sc.compress_file`; an existing file in
+    `folder` fails unless `overwrite`. The checkpoint is first written to a temporary folder
+    beside `folder` (it needs room for the uncompressed weights for a while), then removed."""
+    if kwargs.get("safe_serialization") is False:
+        raise ValueError("save_pretrained writes safetensors shards as archives: safe_serialization=False has none")
+    if kwargs.get("push_to_hub"):
+        raise ValueError("save_pretrained does not push to the Hub: push the folder it writes")
+    folder = os.fspath(folder)
+    parent = os.path.dirname(os.path.abspath(folder))
+    os.makedirs(parent, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".sc-save-", dir=parent) as plain:
+        model.save_pretrained(plain, **kwargs)
+        compress_folder(plain, folder, mode=mode, level=level, block_size=block_size,
+                        threads=threads, overwrite=overwrite)

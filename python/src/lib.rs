@@ -5,6 +5,8 @@
 //! from Python buffers. The GIL is released while the library works, and every entry point turns
 //! library errors into `sc.ScError` and a panic into an exception instead of an abort.
 
+mod cli;
+
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
@@ -393,12 +395,35 @@ fn mode_of(mode: &str) -> PyResult<sc::Mode> {
     }
 }
 
+/// The options for `mode` and `level` (a level flag's number, as `sc -N` means it; a `mode`
+/// given as well must agree with it), FAST when neither is given.
 fn encode_options(
-    mode: &str,
+    mode: Option<&str>,
+    level: Option<i64>,
     block_size: Option<u64>,
     md5: Option<bool>,
 ) -> PyResult<sc::EncodeOptions<'static>> {
-    let mut opts = sc::EncodeOptions::new(mode_of(mode)?);
+    let mode = mode.map(mode_of).transpose()?;
+    let mut opts = match level {
+        None => sc::EncodeOptions::new(mode.unwrap_or(sc::Mode::Fast)),
+        Some(n) => {
+            let numbered = u8::try_from(n).ok().and_then(sc_cli::level);
+            let (by_level, signs) = numbered.ok_or_else(|| {
+                ScError::new_err(format!("invalid argument: level must be 1 to 9, not {n}"))
+            })?;
+            if let Some(m) = mode.filter(|&m| m != by_level) {
+                return Err(ScError::new_err(format!(
+                    "invalid argument: level {n} means mode {:?} and contradicts mode {:?}",
+                    by_level.name(),
+                    m.name()
+                )));
+            }
+            sc::EncodeOptions {
+                sign_models: signs,
+                ..sc::EncodeOptions::new(by_level)
+            }
+        }
+    };
     if let Some(b) = block_size {
         opts.block_size = u32::try_from(b).map_err(|_| {
             ScError::new_err(format!("invalid argument: block size {b} is too large"))
@@ -464,19 +489,20 @@ impl Read for Parts<'_> {
 /// Encodes the concatenation of `parts` (a safetensors file's header and tensor data) into an
 /// archive written to `dst`, or returned as bytes when `dst` is None.
 #[pyfunction]
-#[pyo3(signature = (parts, dst=None, mode="fast", block_size=None, md5=None, threads=None, overwrite=true))]
+#[pyo3(signature = (parts, dst=None, mode=None, block_size=None, md5=None, threads=None, overwrite=true, level=None))]
 #[allow(clippy::too_many_arguments)]
 fn encode_parts(
     py: Python<'_>,
     parts: Vec<PyBuffer<u8>>,
     dst: Option<PathBuf>,
-    mode: &str,
+    mode: Option<&str>,
     block_size: Option<u64>,
     md5: Option<bool>,
     threads: Option<usize>,
     overwrite: bool,
+    level: Option<i64>,
 ) -> PyResult<Option<Py<PyBytes>>> {
-    let mut opts = encode_options(mode, block_size, md5)?;
+    let mut opts = encode_options(mode, level, block_size, md5)?;
     let pool = thread_pool(threads)?;
     let mut spans = Vec::with_capacity(parts.len());
     for b in &parts {
@@ -517,20 +543,21 @@ fn encode_parts(
 /// Compresses the file `src` into the archive `dst`, coded against `base` when given;
 /// tensors that repeat an earlier one are stored once.
 #[pyfunction]
-#[pyo3(signature = (src, dst, mode="fast", block_size=None, md5=None, threads=None, overwrite=false, base=None))]
+#[pyo3(signature = (src, dst, mode=None, block_size=None, md5=None, threads=None, overwrite=false, base=None, level=None))]
 #[allow(clippy::too_many_arguments)]
 fn compress_file<'py>(
     py: Python<'py>,
     src: PathBuf,
     dst: PathBuf,
-    mode: &str,
+    mode: Option<&str>,
     block_size: Option<u64>,
     md5: Option<bool>,
     threads: Option<usize>,
     overwrite: bool,
     base: Option<PathBuf>,
+    level: Option<i64>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let opts = encode_options(mode, block_size, md5)?;
+    let opts = encode_options(mode, level, block_size, md5)?;
     let pool = thread_pool(threads)?;
     let report = run(py, pool.as_deref(), Some(&src), || {
         let f = open(&src)?;
@@ -640,6 +667,8 @@ fn _sc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compress_file, m)?)?;
     m.add_function(wrap_pyfunction!(decompress_file, m)?)?;
     m.add_function(wrap_pyfunction!(verify, m)?)?;
+    m.add_function(wrap_pyfunction!(cli::main, m)?)?;
+    m.add_function(wrap_pyfunction!(cli::run_command, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -92,3 +92,24 @@ def test_from_pretrained_with_base(tmp_path):
     assert state and all(torch.equal(t, own[k]) for k, t in state.items())
     with pytest.raises(sc.ScError, match='coded against the base "base", which was not given'):
         sc.transformers.from_pretrained(transformers.BertForMaskedLM, tmp_path / "e")
+
+
+@pytest.mark.parametrize("shard", [None, "30KB"])
+def test_save_pretrained_writes_what_sc_encode_makes(tmp_path, shard):
+    model = tiny_bert()
+    kwargs = {"max_shard_size": shard} if shard else {}
+    sc.transformers.save_pretrained(model, tmp_path / "OUT", level=9, **kwargs)
+    model.save_pretrained(tmp_path / "plain", **kwargs)
+    run_sc("encode", "-q", "-9", tmp_path / "plain", "-o", tmp_path / "CLI")
+    names = sorted(os.listdir(tmp_path / "OUT"))
+    assert names == sorted(os.listdir(tmp_path / "CLI")) and "config.json" in names
+    assert not any(n.endswith(".safetensors") for n in names)
+    for n in names:
+        assert (tmp_path / "OUT" / n).read_bytes() == (tmp_path / "CLI" / n).read_bytes(), n
+    assert sorted(os.listdir(tmp_path)) == ["CLI", "OUT", "plain"]
+    loaded = sc.transformers.from_pretrained(transformers.BertForMaskedLM, tmp_path / "OUT")
+    assert_same_state(model, loaded)
+    with pytest.raises(sc.ScError, match="failed"):
+        sc.transformers.save_pretrained(model, tmp_path / "OUT")
+    sc.transformers.save_pretrained(model, tmp_path / "OUT", overwrite=True)
+    assert_same_state(model, sc.transformers.from_pretrained(transformers.BertForMaskedLM, tmp_path / "OUT"))

@@ -282,6 +282,11 @@ impl ArchiveWriter {
 /// [`EncodeOptions::threads`]) and writing overlap, and memory stays bounded by a window of
 /// blocks whatever the input's size. `output` is not flushed before returning an error; it
 /// then holds an incomplete archive, which decoders refuse.
+///
+/// A stream is read once, so repeated tensors are not found ([`EncodeOptions::dedup`] is
+/// ignored): each copy is coded again, and a checkpoint with a duplicated embedding comes out
+/// larger than from [`encode_file`] (a file) or [`encode_to_vec`] (memory), which store it
+/// once. Prefer those where the input is a file or in memory.
 pub fn encode<R: Read + Send, W: Write + Send>(
     input: R,
     output: W,

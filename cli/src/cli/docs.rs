@@ -105,13 +105,15 @@ fn command_name(s: &str) -> std::result::Result<String, String> {
     }
 }
 
-/// The name this program runs as, when it is a plain one; `sc` otherwise.
-fn invoked_name() -> String {
-    std::env::args_os()
-        .next()
-        .and_then(|a| Some(PathBuf::from(a).file_name()?.to_str()?.to_string()))
-        .and_then(|n| command_name(&n).ok())
-        .unwrap_or_else(|| "sc".into())
+impl CompletionsArgs {
+    /// Completes `invoked`, the name sc runs as, when no `--name` is given and it is a plain
+    /// command name.
+    pub(super) fn invoked(&mut self, invoked: Option<&str>) {
+        let plain = invoked.and_then(|n| command_name(n).ok());
+        if self.name.is_none() {
+            self.name = plain;
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -177,7 +179,7 @@ pub(super) fn help(a: &HelpArgs) -> Result<()> {
 /// `sc completions SHELL`: the completion script on stdout.
 pub(super) fn completions(a: &CompletionsArgs) -> Result<()> {
     let mut script = Vec::new();
-    let name = a.name.clone().unwrap_or_else(invoked_name);
+    let name = a.name.clone().unwrap_or_else(|| "sc".into());
     clap_complete::generate(a.shell, &mut described(), name, &mut script);
     write_stdout(|w| w.write_all(&script))
 }

@@ -59,6 +59,16 @@ impl Level {
     }
 }
 
+/// The mode and sign models that the flag `-N` asks for, for a level `n` of 1 to 9.
+pub fn numbered(n: u8) -> Option<(Mode, SignModels)> {
+    let flag = char::from_digit(n.into(), 10).filter(|&c| c != '0')?;
+    let mode = mode_of(&n.to_string())?;
+    let level = Level {
+        mode: Some((mode, flag)),
+    };
+    Some((mode, level.sign_models()))
+}
+
 /// How the flag `c` (a digit, or `f`/`b` for `--fast`/`--best`) is written.
 fn flag_text(c: char) -> String {
     match c {
@@ -141,5 +151,16 @@ mod tests {
         assert_eq!(Level::default().sign_models(), SignModels::Paying);
         assert!(nine.resolve(Some(Mode::Fast)).unwrap_err().contains("-9"));
         assert_eq!(Level::default().resolve(None), Ok(Mode::Fast));
+    }
+
+    #[test]
+    fn numbered_levels_are_the_flags() {
+        assert_eq!(numbered(1), Some((Mode::Fast, SignModels::Paying)));
+        assert_eq!(numbered(5), Some((Mode::Fast, SignModels::Paying)));
+        assert_eq!(numbered(6), Some((Mode::Best, SignModels::Off)));
+        assert_eq!(numbered(7), Some((Mode::Best, SignModels::Paying)));
+        assert_eq!(numbered(9), Some((Mode::Best, SignModels::Everywhere)));
+        assert_eq!(numbered(0), None);
+        assert_eq!(numbered(10), None);
     }
 }

@@ -8,7 +8,7 @@ mod folder;
 mod info;
 mod json;
 mod lab;
-mod level;
+pub(crate) mod level;
 mod output;
 mod process;
 mod remove;
@@ -23,6 +23,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use md5::{Digest, Md5};
 use output::{FileId, Output, Settings};
 use sc::{DecodeOptions, EncodeOptions, Kind, Mode};
+use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::fs::{File, Metadata};
 use std::io::{self, BufReader, IsTerminal, Read, Write};
@@ -115,27 +116,30 @@ enum Command {
     Shuffle(lab::shuffle::ShuffleArgs),
 }
 
-/// Parses the command line: clap's definitions, then the checks between arguments that clap
-/// cannot express (a level against `-m`, several inputs against stdin and stdout); a failed
-/// check is a usage error (exit 2), like clap's own.
-pub fn parse() -> Cli {
+/// Parses the command line `args` (the program's name first): clap's definitions, then the
+/// checks between arguments that clap cannot express (a level against `-m`, several inputs
+/// against stdin and stdout); a failed check is a usage error (exit 2), like clap's own.
+/// `--help` and `--version` come back as clap's errors that print to stdout and exit 0.
+pub fn parse_from(
+    args: impl IntoIterator<Item = impl Into<OsString> + Clone>,
+) -> std::result::Result<Cli, clap::Error> {
     let mut cmd = docs::command();
-    let matches = cmd.get_matches_mut();
-    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.format(&mut cmd).exit());
-    if let Err(msg) = cli.settle() {
+    let matches = cmd.try_get_matches_from_mut(args)?;
+    let mut cli = Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut cmd))?;
+    if let Err(msg) = cli.settle(cmd.get_bin_name()) {
         let name = matches.subcommand_name().unwrap_or_default();
-        match cmd.find_subcommand_mut(name) {
-            Some(sub) => sub.error(ErrorKind::ArgumentConflict, msg).exit(),
-            None => cmd.error(ErrorKind::ArgumentConflict, msg).exit(),
-        }
+        return Err(match cmd.find_subcommand_mut(name) {
+            Some(sub) => sub.error(ErrorKind::ArgumentConflict, msg),
+            None => cmd.error(ErrorKind::ArgumentConflict, msg),
+        });
     }
-    cli
+    Ok(cli)
 }
 
 impl Cli {
     /// Checks the arguments against each other, settles the mode, and hands `-v`/`-q` to the
-    /// command.
-    fn settle(&mut self) -> std::result::Result<(), String> {
+    /// command (and the name sc runs as, `invoked`, to `completions`).
+    fn settle(&mut self, invoked: Option<&str>) -> std::result::Result<(), String> {
         let talk = self.talk;
         match &mut self.command {
             Command::Encode(a) => {
@@ -149,6 +153,7 @@ impl Cli {
             }
             Command::Verify(a) => a.common.talk = talk,
             Command::Extract(a) => a.common.talk = talk,
+            Command::Completions(a) => a.invoked(invoked),
             _ => {}
         }
         Ok(())
@@ -325,9 +330,15 @@ pub(crate) fn mode_parser() -> impl clap::builder::TypedValueParser<Value = Mode
         .try_map(|s| s.parse::<Mode>().map_err(|e| e.to_string()))
 }
 
-/// Runs the parsed command line.
+/// Runs the parsed command line as the `sc` program, set up as [`process::setup`] says.
 pub fn run(cli: Cli) -> Result<()> {
     process::setup();
+    run_hosted(cli)
+}
+
+/// Runs the parsed command line inside another program, whose process-wide settings (signal
+/// handlers) stay as they are.
+pub fn run_hosted(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Encode(a) => with_threads(&a.common, || encode(&a)),
         Command::Decode(a) => with_threads(&a.common, || decode(&a)),

@@ -1,0 +1,50 @@
+//! The `sc` command line as a library: the `sc` binary and the Python package (its
+//! `sc-weights` command and `sc.compress_folder`) run this one command line, so they cannot
+//! drift apart.
+
+mod cli;
+
+use std::ffi::OsString;
+use std::io::Write;
+
+/// Runs the command line `args` (the program's name first) as the `sc` program does: fatal
+/// signals remove unfinished outputs, help goes to stdout, usage errors and errors to stderr.
+/// Returns the exit status: 0, 1 on errors, 2 on usage errors.
+pub fn main(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> i32 {
+    let cli = match cli::parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            // Nothing more can be done if stdout or stderr itself is gone.
+            let _ = e.print();
+            return e.exit_code();
+        }
+    };
+    match cli::run(cli) {
+        Ok(()) => 0,
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "sc: error: {e:#}");
+            1
+        }
+    }
+}
+
+/// Runs the command line `args` (the program's name first) inside another program, such as
+/// the Python interpreter: its signal handlers stay as they are, and a usage error or error
+/// comes back as its one-line message instead of being printed.
+pub fn run_hosted(
+    args: impl IntoIterator<Item = impl Into<OsString> + Clone>,
+) -> Result<(), String> {
+    let cli = cli::parse_from(args).map_err(|e| {
+        let text = e.render().to_string();
+        let first = text.lines().next().unwrap_or_default();
+        first.strip_prefix("error: ").unwrap_or(first).to_string()
+    })?;
+    cli::run_hosted(cli).map_err(|e| format!("{e:#}"))
+}
+
+/// The mode and BEST's sign models that the level flag `-N` asks for, for a level `n` of 1 to
+/// 9 (1 to 5 FAST; 6 BEST without sign models, 7 and 8 BEST, 9 BEST with sign models wherever
+/// they code a block smaller); `None` for other numbers.
+pub fn level(n: u8) -> Option<(sc::Mode, sc::SignModels)> {
+    cli::level::numbered(n)
+}
