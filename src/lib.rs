@@ -113,9 +113,12 @@ mod transform;
 mod archive;
 mod base;
 mod error;
+// GGUF is read by the experiment commands so far; the pipeline does not code it yet.
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod fuzz;
+#[cfg(feature = "lab")]
+mod gguf;
 #[cfg(feature = "lab")]
 pub mod lab;
 mod stream;
