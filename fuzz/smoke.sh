@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 secs=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(container entropy roundtrip)
+[ ${#targets[@]} -gt 0 ] || targets=(container entropy roundtrip gguf)
 if ! cargo fuzz --version >/dev/null 2>&1; then
   echo "skipping fuzz smoke run: cargo-fuzz is not installed (cargo install cargo-fuzz)"
   [ "${CI:-}" = true ] && exit 1
@@ -39,7 +39,7 @@ for m in fast best; do
 done
 # With BEST's sign models (-9): a ctxsigns/signs block.
 "$sc" encode -q -f -9 -b 12290 testdata/tensors.safetensors -o "$seeds/tensors.signs.12290.sc"
-mkdir -p fuzz/corpus/container fuzz/corpus/roundtrip fuzz/corpus/entropy
+mkdir -p fuzz/corpus/container fuzz/corpus/roundtrip fuzz/corpus/entropy fuzz/corpus/gguf
 cp "$seeds"/*.sc fuzz/corpus/container/
 printf '\000' | cat - testdata/tiny.safetensors > fuzz/corpus/roundtrip/tiny-fast
 printf '\001' | cat - testdata/tiny.safetensors > fuzz/corpus/roundtrip/tiny-best
@@ -48,7 +48,9 @@ printf '\011' | cat - testdata/tiny-tune.safetensors > fuzz/corpus/roundtrip/tun
 printf '\025' | cat - testdata/tensors.safetensors > fuzz/corpus/roundtrip/tensors-best-signs
 printf '\045' | cat - testdata/tensors.safetensors > fuzz/corpus/roundtrip/tensors-best-nosigns
 head -c 3000 testdata/sample.safetensors > fuzz/corpus/roundtrip/sample-head
-for t in container entropy roundtrip; do
+# The GGUF excerpt's header and first tensors (the whole file is past -max_len).
+head -c 65536 testdata/excerpt.gguf > fuzz/corpus/gguf/excerpt-head
+for t in container entropy roundtrip gguf; do
   cp fuzz/regressions/$t/* fuzz/corpus/$t/ 2>/dev/null || true
 done
 for t in "${targets[@]}"; do

@@ -175,6 +175,24 @@ pub fn roundtrip(data: &[u8]) -> Result<(), String> {
     }
 }
 
+/// Arbitrary bytes as a GGUF file: the header reader ends in `Ok` or an error, never a panic,
+/// hang or allocation beyond the input's size; what it accepts holds only tensors inside the
+/// input, overlapping none, after the header; the field analysis of an accepted file runs.
+pub fn gguf(data: &[u8]) {
+    use crate::gguf::GgufHeader;
+    let Ok(h) = GgufHeader::parse(data, data.len() as u64) else {
+        return;
+    };
+    let mut ranges: Vec<_> = h.tensors.iter().map(|t| t.range.clone()).collect();
+    ranges.sort_by_key(|r| (r.start, r.end));
+    assert!(h.header_len <= h.data_start && h.data_start <= data.len() as u64);
+    for r in &ranges {
+        assert!(h.data_start <= r.start && r.start <= r.end && r.end <= data.len() as u64);
+    }
+    assert!(ranges.windows(2).all(|w| w[0].end <= w[1].start));
+    crate::lab::gguf::analyze_gguf(&mut Cursor::new(data)).expect("an accepted file analyses");
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;

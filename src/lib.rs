@@ -118,6 +118,7 @@ mod transform;
 mod archive;
 mod base;
 mod error;
+// GGUF is read by the experiment commands so far; the pipeline does not code it yet.
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod fuzz;
@@ -125,6 +126,8 @@ pub mod fuzz;
 #[doc(hidden)]
 pub mod hook;
 mod inspect;
+#[cfg(feature = "lab")]
+mod gguf;
 #[cfg(feature = "lab")]
 pub mod lab;
 mod stream;

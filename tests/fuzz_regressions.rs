@@ -38,6 +38,11 @@ fn entropy_inputs() {
 }
 
 #[test]
+fn gguf_inputs() {
+    assert!(replay("gguf", sc::fuzz::gguf) > 0);
+}
+
+#[test]
 fn roundtrip_inputs() {
     let check = |data: &[u8]| {
         if let Err(why) = sc::fuzz::roundtrip(data) {

@@ -90,6 +90,100 @@ fn entropy(counts: &[f64]) -> f64 {
     counts.iter().map(|c| -(c / n) * (c / n).log2()).sum()
 }
 
+/// A GGUF file is measured field by field: a Q4_0 tensor whose blocks all hold the scale
+/// 1.0 and the nibbles 0..15 in turn has 0 bits of scale and 4 bits of quants; a Q5_0 tensor
+/// whose quants are the values 0..31 in turn has 5 bits of joined quants, though each of
+/// its low nibbles and high bits alone is 4 and 1; the bound adds them up with the header
+/// deflated.
+#[test]
+fn analyze_measures_gguf_fields() {
+    let (_t, d) = workdir();
+    let mut q4 = Vec::new();
+    let mut q5 = Vec::new();
+    for _ in 0..8 {
+        q4.extend_from_slice(&0x3c00u16.to_le_bytes());
+        q4.extend((0..16u8).map(|k| (k & 0xf) | (((k + 1) & 0xf) << 4)));
+        // Quant j has low nibble j & 15 and high bit j >> 4, for j in 0..32.
+        q5.extend_from_slice(&0x3c00u16.to_le_bytes());
+        q5.extend_from_slice(&0xffff_0000u32.to_le_bytes());
+        q5.extend((0..16u8).map(|j| j | (j << 4)));
+    }
+    let mut file = b"GGUF".to_vec();
+    for n in [
+        3u32.to_le_bytes().as_slice(),
+        &2u64.to_le_bytes(),
+        &0u64.to_le_bytes(),
+    ] {
+        file.extend_from_slice(n);
+    }
+    for (name, ty, offset) in [("a", 2u32, 0u64), ("b", 6, 160)] {
+        file.extend_from_slice(&1u64.to_le_bytes());
+        file.extend_from_slice(name.as_bytes());
+        file.extend_from_slice(&1u32.to_le_bytes());
+        file.extend_from_slice(&256u64.to_le_bytes());
+        file.extend_from_slice(&ty.to_le_bytes());
+        file.extend_from_slice(&offset.to_le_bytes());
+    }
+    file.resize(file.len().next_multiple_of(32), 0);
+    file.extend_from_slice(&q4);
+    file.resize(file.len().next_multiple_of(32), 0);
+    file.extend_from_slice(&q5);
+    std::fs::write(d.join("m.gguf"), &file).unwrap();
+    let out = ok(sc(&d, &["analyze", "m.gguf"]), "analyze");
+    // Columns: type, tensors, % of file, field, bits, per tensor, pooled, bound % of field.
+    let per_tensor = |ty: &str, field: &str| -> f64 {
+        let mut current = String::new();
+        for cells in out
+            .lines()
+            .map(|l| l.split('|').map(str::trim).collect::<Vec<_>>())
+        {
+            if cells.len() > 8 && !cells[1].is_empty() {
+                current = cells[1].to_string();
+            }
+            if cells.len() > 8 && current == ty && cells[4] == field {
+                return cells[6].parse().unwrap();
+            }
+        }
+        panic!("no {ty} {field} row:\n{out}");
+    };
+    for (ty, field, bits) in [
+        ("Q4_0", "d", 0.0),
+        ("Q4_0", "qs", 4.0),
+        ("Q5_0", "qs", 4.0),
+        ("Q5_0", "qh", 1.0),
+        ("Q5_0", "quants, 5-bit, joined", 5.0),
+    ] {
+        assert!(
+            (per_tensor(ty, field) - bits).abs() < 1e-9,
+            "{ty} {field}:\n{out}"
+        );
+    }
+    assert!(
+        out.contains("GGUF version 3") && out.contains("2 tensors"),
+        "{out}"
+    );
+    // Bound: 0 + 128 bytes of Q4_0 quants, 0 + 160 of Q5_0 quants, the deflated header and
+    // the padding.
+    let bound: f64 = out
+        .split("Bound: ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(bound > 288.0 && bound < 288.0 + 200.0, "{out}");
+    let bad = sc(&d, &["analyze", "m.gguf", "--plot", "p"]);
+    assert!(!bad.status.success() && text(&bad.stderr).contains("safetensors files only"));
+    std::fs::write(d.join("cut.gguf"), &file[..100]).unwrap();
+    let cut = sc(&d, &["analyze", "cut.gguf"]);
+    assert_eq!(cut.status.code(), Some(1));
+    assert!(
+        text(&cut.stderr).contains("not a GGUF file"),
+        "{}",
+        text(&cut.stderr)
+    );
+}
+
 #[test]
 fn analyze_reports_hand_computed_entropies() {
     let (_t, d) = workdir();

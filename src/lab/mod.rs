@@ -1,6 +1,7 @@
 //! Measurements behind sc's experiment commands (`sc models`, `sc analyze`, `sc shuffle`), for
 //! the command line's research side: enabled by the `lab` feature, and not a stable API.
 
+pub mod gguf;
 pub mod models;
 pub mod shuffle;
 

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
 pub struct AnalyzeArgs {
-    /// safetensors file to analyse
+    /// safetensors or GGUF file to analyse
     input: PathBuf,
     /// Largest tensors to list one by one
     #[arg(long, default_value_t = 10)]
@@ -45,6 +45,15 @@ pub fn check_safetensors(path: &Path) -> Result<()> {
 }
 
 pub fn run(a: &AnalyzeArgs) -> Result<()> {
+    if is_gguf(&a.input)? {
+        if a.plot.is_some() {
+            anyhow::bail!("--plot draws safetensors files only");
+        }
+        let an = sc::lab::gguf::analyze_gguf(&mut open(&a.input)?)
+            .map_err(plain)
+            .with_context(|| a.input.display().to_string())?;
+        return crate::cli::print_stdout(&gguf_report(&a.input, &an)?);
+    }
     let an = super::analysis::analyze(&mut open(&a.input)?)
         .map_err(plain)
         .with_context(|| a.input.display().to_string())?;
@@ -77,6 +86,77 @@ pub fn run(a: &AnalyzeArgs) -> Result<()> {
         }
     }
     crate::cli::print_stdout(&t)
+}
+
+/// Whether `path` starts with GGUF's magic bytes.
+fn is_gguf(path: &Path) -> Result<bool> {
+    let mut magic = [0u8; 4];
+    let n = std::io::Read::read(&mut open(path)?, &mut magic)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(n == 4 && magic == *b"GGUF")
+}
+
+/// The field entropies of a GGUF file, per ggml type, and the size they bound it to.
+fn gguf_report(path: &Path, an: &sc::lab::gguf::GgufAnalysis) -> Result<String> {
+    let mut t = String::new();
+    let pct = |b: f64| 100.0 * b / an.file_len.max(1) as f64;
+    let tensors: usize = an.types.iter().map(|ty| ty.tensors).sum();
+    writeln!(
+        t,
+        "{}: GGUF version {}, {} bytes, {} tensors; header {} bytes ({} deflated), padding {} \
+         bytes\n",
+        path.display(),
+        an.version,
+        an.file_len,
+        tensors,
+        an.header_len,
+        an.header_deflated,
+        an.padding
+    )?;
+    writeln!(
+        t,
+        "Order-0 entropy of each field of each type's blocks (bits per symbol; per tensor: \
+         each tensor's field with its own statistics, averaged; pooled: the type's tensors \
+         together):\n"
+    )?;
+    let mut table = Table::new(&[
+        "type",
+        ">tensors",
+        ">% of file",
+        "field",
+        ">bits",
+        ">per tensor",
+        ">pooled",
+        ">bound % of field",
+    ]);
+    for ty in &an.types {
+        for (i, f) in ty.fields.iter().enumerate() {
+            let first = |s: String| if i == 0 { s } else { String::new() };
+            let per_symbol = f.tensor_bits / f.symbols.max(1) as f64;
+            table.row(vec![
+                ty.name.to_string(),
+                first(ty.tensors.to_string()),
+                first(f2(pct(ty.bytes as f64))),
+                printable(&f.name).into_owned(),
+                f.symbol_bits.to_string(),
+                f4(per_symbol),
+                f4(f.pooled_bits_per_symbol),
+                match f.in_bound {
+                    true => f2(100.0 * f.tensor_bits / 8.0 / f.bytes.max(1) as f64),
+                    false => "(joined)".into(),
+                },
+            ]);
+        }
+    }
+    t += &table.markdown();
+    writeln!(
+        t,
+        "\nBound: {:.0} bytes, {:.2}% of the file (the fields at their per-tensor order-0 \
+         entropy, the header deflated, the padding stored)",
+        an.bound_bytes(),
+        pct(an.bound_bytes())
+    )?;
+    Ok(t)
 }
 
 /// The file name without its directory and its `.safetensors` extension.

@@ -1,0 +1,428 @@
+//! GGUF, llama.cpp's weight format: reading and validating a file's header (versions 2 and 3,
+//! little-endian).
+//!
+//! A GGUF file is a header (magic, version, counts, the metadata key-values, one info per
+//! tensor: name, shape, ggml type, offset), padding to `general.alignment` (32 by default),
+//! then the tensor data, each tensor at an aligned offset from the data's start.
+//!
+//! The reader checks every count and length against the bytes that are really there before it
+//! allocates anything sized by them, and every tensor's type, shape, size, alignment and place
+//! (inside the file, overlapping no other) before a caller relies on them; a file that does not
+//! validate is a [`GgufError`] naming why, never a panic. The GGUF crates on crates.io that were
+//! looked at size their tables by the header's counts and unwrap on overflowing sizes, so the
+//! reader is this crate's own, as small as the format allows.
+
+pub mod types;
+
+use std::fmt;
+use std::ops::Range;
+use types::GgmlType;
+
+/// The magic bytes every GGUF file starts with.
+pub const MAGIC: [u8; 4] = *b"GGUF";
+/// The alignment of tensor data when `general.alignment` is absent.
+pub const DEFAULT_ALIGNMENT: u64 = 32;
+/// Most dimensions a ggml tensor has.
+pub const MAX_DIMS: u32 = 4;
+/// Deepest nesting of arrays the reader follows (ggml writes none deeper than 1).
+const MAX_ARRAY_DEPTH: u32 = 8;
+
+/// Why bytes are not a GGUF file this build reads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum GgufError {
+    /// Not the GGUF magic.
+    NotGguf,
+    /// A version other than 2 and 3.
+    Version(u32),
+    /// The bytes end inside the header; `what` was being read.
+    Truncated(&'static str),
+    /// A count or length larger than the bytes that follow could hold.
+    Implausible(&'static str, u64),
+    /// A metadata value type this build does not know, or an array nested too deep.
+    ValueType(u32),
+    /// A string that is not UTF-8.
+    Utf8(&'static str),
+    /// A boolean other than 0 or 1.
+    Bool(u8),
+    /// `general.alignment` is not a power of two held as a u32.
+    Alignment,
+    /// A key that appears twice.
+    DuplicateKey(String),
+    /// A tensor whose info does not validate.
+    Tensor {
+        /// The tensor's name.
+        name: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+}
+
+impl fmt::Display for GgufError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GgufError::NotGguf => write!(f, "no GGUF magic"),
+            GgufError::Version(v) => write!(f, "GGUF version {v} (this build reads 2 and 3)"),
+            GgufError::Truncated(what) => write!(f, "ends inside the GGUF header ({what})"),
+            GgufError::Implausible(what, n) => write!(f, "implausible {what} {n}"),
+            GgufError::ValueType(t) => write!(f, "unknown metadata value type {t}"),
+            GgufError::Utf8(what) => write!(f, "{what} is not UTF-8"),
+            GgufError::Bool(b) => write!(f, "boolean value {b}"),
+            GgufError::Alignment => write!(f, "general.alignment is not a power of two (u32)"),
+            GgufError::DuplicateKey(k) => write!(f, "metadata key {k:?} appears twice"),
+            GgufError::Tensor { name, problem } => write!(f, "tensor {name:?}: {problem}"),
+        }
+    }
+}
+
+impl std::error::Error for GgufError {}
+
+/// A metadata value. Arrays of fixed-size numbers keep their bytes as stored.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    /// Type 0.
+    U8(u8),
+    /// Type 1.
+    I8(i8),
+    /// Type 2.
+    U16(u16),
+    /// Type 3.
+    I16(i16),
+    /// Type 4.
+    U32(u32),
+    /// Type 5.
+    I32(i32),
+    /// Type 6.
+    F32(f32),
+    /// Type 7.
+    Bool(bool),
+    /// Type 8.
+    String(String),
+    /// Type 9: an array of numbers or booleans (element type, count, little-endian bytes).
+    Numbers(u32, u64, Vec<u8>),
+    /// Type 9: an array of strings.
+    Strings(Vec<String>),
+    /// Type 9: an array of arrays.
+    Arrays(Vec<Value>),
+    /// Type 10.
+    U64(u64),
+    /// Type 11.
+    I64(i64),
+    /// Type 12.
+    F64(f64),
+}
+
+/// Bytes of one value of a fixed-size type, or `None` for strings and arrays.
+fn fixed_size(value_type: u32) -> Option<u64> {
+    match value_type {
+        0 | 1 | 7 => Some(1),
+        2 | 3 => Some(2),
+        4..=6 => Some(4),
+        10..=12 => Some(8),
+        _ => None,
+    }
+}
+
+/// One tensor of a GGUF file, validated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GgufTensor {
+    /// Its name.
+    pub name: String,
+    /// Its dimensions, innermost (contiguous) first, as GGUF stores them.
+    pub dims: Vec<u64>,
+    /// Its ggml type id.
+    pub type_id: u32,
+    /// Where its bytes are in the file (absolute offsets).
+    pub range: Range<u64>,
+}
+
+impl GgufTensor {
+    /// Its ggml type (every validated tensor has a known one).
+    pub fn ggml_type(&self) -> &'static GgmlType {
+        GgmlType::from_id(self.type_id).expect("validated tensors have known types")
+    }
+
+    /// Number of values.
+    pub fn values(&self) -> u64 {
+        self.dims.iter().product()
+    }
+}
+
+/// A GGUF file's header, validated against the file's length.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GgufHeader {
+    /// 2 or 3.
+    pub version: u32,
+    /// Alignment of the tensor data.
+    pub alignment: u64,
+    /// The metadata key-values, in file order.
+    pub metadata: Vec<(String, Value)>,
+    /// The tensors, in file order.
+    pub tensors: Vec<GgufTensor>,
+    /// Where the header (the last tensor info) ends.
+    pub header_len: u64,
+    /// Where the tensor data starts: `header_len` rounded up to the alignment.
+    pub data_start: u64,
+}
+
+/// A cursor over the header's bytes that never reads past them. `buf` may be a prefix of the
+/// file: counts are judged against the file's length, reads against `buf`'s.
+struct Cursor<'a> {
+    buf: &'a [u8],
+    at: usize,
+    file_len: u64,
+}
+
+impl<'a> Cursor<'a> {
+    fn left(&self) -> u64 {
+        (self.buf.len() - self.at) as u64
+    }
+
+    fn take(&mut self, n: u64, what: &'static str) -> Result<&'a [u8], GgufError> {
+        if n > self.left() {
+            return Err(GgufError::Truncated(what));
+        }
+        let s = &self.buf[self.at..self.at + n as usize];
+        self.at += n as usize;
+        Ok(s)
+    }
+
+    fn array<const N: usize>(&mut self, what: &'static str) -> Result<[u8; N], GgufError> {
+        let mut a = [0u8; N];
+        a.copy_from_slice(self.take(N as u64, what)?);
+        Ok(a)
+    }
+
+    fn u32(&mut self, what: &'static str) -> Result<u32, GgufError> {
+        Ok(u32::from_le_bytes(self.array(what)?))
+    }
+
+    fn u64(&mut self, what: &'static str) -> Result<u64, GgufError> {
+        Ok(u64::from_le_bytes(self.array(what)?))
+    }
+
+    /// Bytes of the file after the cursor.
+    fn left_in_file(&self) -> u64 {
+        self.file_len.saturating_sub(self.at as u64)
+    }
+
+    /// A count of items of at least `min_size` bytes each, checked against the file's bytes
+    /// left.
+    fn count(&mut self, min_size: u64, what: &'static str) -> Result<u64, GgufError> {
+        let n = self.u64(what)?;
+        if n.saturating_mul(min_size) > self.left_in_file() {
+            return Err(GgufError::Implausible(what, n));
+        }
+        Ok(n)
+    }
+
+    fn string(&mut self, what: &'static str) -> Result<String, GgufError> {
+        let n = self.u64(what)?;
+        let bytes = self.take(n, what)?;
+        String::from_utf8(bytes.to_vec()).map_err(|_| GgufError::Utf8(what))
+    }
+
+    fn value(&mut self, value_type: u32, depth: u32) -> Result<Value, GgufError> {
+        const W: &str = "metadata value";
+        Ok(match value_type {
+            0 => Value::U8(self.array::<1>(W)?[0]),
+            1 => Value::I8(self.array::<1>(W)?[0] as i8),
+            2 => Value::U16(u16::from_le_bytes(self.array(W)?)),
+            3 => Value::I16(i16::from_le_bytes(self.array(W)?)),
+            4 => Value::U32(self.u32(W)?),
+            5 => Value::I32(i32::from_le_bytes(self.array(W)?)),
+            6 => Value::F32(f32::from_le_bytes(self.array(W)?)),
+            7 => match self.array::<1>(W)?[0] {
+                b @ 0..=1 => Value::Bool(b == 1),
+                b => return Err(GgufError::Bool(b)),
+            },
+            8 => Value::String(self.string("metadata string")?),
+            9 if depth < MAX_ARRAY_DEPTH => self.array_value(depth + 1)?,
+            10 => Value::U64(self.u64(W)?),
+            11 => Value::I64(i64::from_le_bytes(self.array(W)?)),
+            12 => Value::F64(f64::from_le_bytes(self.array(W)?)),
+            t => return Err(GgufError::ValueType(t)),
+        })
+    }
+
+    fn array_value(&mut self, depth: u32) -> Result<Value, GgufError> {
+        let elem = self.u32("array type")?;
+        if let Some(size) = fixed_size(elem) {
+            let n = self.count(size, "array length")?;
+            let bytes = self.take(n * size, "array")?.to_vec();
+            if elem == 7 {
+                if let Some(&b) = bytes.iter().find(|&&b| b > 1) {
+                    return Err(GgufError::Bool(b));
+                }
+            }
+            return Ok(Value::Numbers(elem, n, bytes));
+        }
+        // A string or an array takes at least 8 bytes (its length or its type and count).
+        let n = self.count(8, "array length")?;
+        match elem {
+            8 => (0..n)
+                .map(|_| self.string("metadata string"))
+                .collect::<Result<_, _>>()
+                .map(Value::Strings),
+            9 => (0..n)
+                .map(|_| self.value(9, depth))
+                .collect::<Result<_, _>>()
+                .map(Value::Arrays),
+            t => Err(GgufError::ValueType(t)),
+        }
+    }
+}
+
+impl GgufHeader {
+    /// Parses the header at the start of `buf`, a prefix of a file of `file_len` bytes (the
+    /// whole header must be in it), and validates every tensor against `file_len`.
+    pub fn parse(buf: &[u8], file_len: u64) -> Result<GgufHeader, GgufError> {
+        let mut c = Cursor {
+            buf,
+            at: 0,
+            file_len,
+        };
+        if c.array::<4>("magic").map_err(|_| GgufError::NotGguf)? != MAGIC {
+            return Err(GgufError::NotGguf);
+        }
+        let version = c.u32("version")?;
+        if !(2..=3).contains(&version) {
+            return Err(GgufError::Version(version));
+        }
+        // A tensor info takes at least 28 bytes (name length, dimension count, type, offset);
+        // a key-value 13 (key length, type, a one-byte value).
+        let tensor_count = c.u64("tensor count")?;
+        let kv_count = c.count(13, "metadata count")?;
+        let mut metadata: Vec<(String, Value)> = Vec::new();
+        let mut alignment = DEFAULT_ALIGNMENT;
+        let mut keys = std::collections::HashSet::new();
+        for _ in 0..kv_count {
+            let key = c.string("metadata key")?;
+            let value_type = c.u32("metadata value type")?;
+            let value = c.value(value_type, 0)?;
+            if key == "general.alignment" {
+                alignment = match value {
+                    Value::U32(a) if a.is_power_of_two() => u64::from(a),
+                    _ => return Err(GgufError::Alignment),
+                };
+            }
+            if !keys.insert(key.clone()) {
+                return Err(GgufError::DuplicateKey(key));
+            }
+            metadata.push((key, value));
+        }
+        if tensor_count.saturating_mul(28) > c.left_in_file() {
+            return Err(GgufError::Implausible("tensor count", tensor_count));
+        }
+        let mut infos = Vec::new();
+        for _ in 0..tensor_count {
+            let name = c.string("tensor name")?;
+            let n_dims = c.u32("tensor dimensions")?;
+            if n_dims > MAX_DIMS {
+                return Err(tensor_error(
+                    &name,
+                    format!("{n_dims} dimensions (at most 4)"),
+                ));
+            }
+            let dims = (0..n_dims)
+                .map(|_| c.u64("tensor shape"))
+                .collect::<Result<Vec<_>, _>>()?;
+            let type_id = c.u32("tensor type")?;
+            let offset = c.u64("tensor offset")?;
+            infos.push((name, dims, type_id, offset));
+        }
+        let header_len = c.at as u64;
+        let data_start = header_len
+            .checked_next_multiple_of(alignment)
+            .filter(|&s| s <= file_len)
+            .ok_or(GgufError::Truncated("padding before the tensor data"))?;
+        let tensors = validate(infos, alignment, data_start, file_len)?;
+        Ok(GgufHeader {
+            version,
+            alignment,
+            metadata,
+            tensors,
+            header_len,
+            data_start,
+        })
+    }
+
+    /// The metadata value of `key`.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.metadata.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+}
+
+fn tensor_error(name: &str, problem: String) -> GgufError {
+    GgufError::Tensor {
+        name: name.to_string(),
+        problem,
+    }
+}
+
+/// Checks each tensor's type, size, alignment and place, and that no two share a name or bytes.
+fn validate(
+    infos: Vec<(String, Vec<u64>, u32, u64)>,
+    alignment: u64,
+    data_start: u64,
+    file_len: u64,
+) -> Result<Vec<GgufTensor>, GgufError> {
+    let mut tensors = Vec::with_capacity(infos.len());
+    let mut names = std::collections::HashSet::new();
+    for (name, dims, type_id, offset) in infos {
+        let err = |p: String| tensor_error(&name, p);
+        let t = GgmlType::from_id(type_id).ok_or_else(|| err(format!("unknown type {type_id}")))?;
+        let values = dims
+            .iter()
+            .try_fold(1u64, |n, &d| n.checked_mul(d))
+            .filter(|&n| n < 1 << 62)
+            .ok_or_else(|| err(format!("shape {dims:?} overflows")))?;
+        let row = dims.first().copied().unwrap_or(1);
+        let len = t
+            .row_bytes(row)
+            .and_then(|r| r.checked_mul(values.checked_div(row).unwrap_or(0)))
+            .ok_or_else(|| {
+                err(format!(
+                    "shape {dims:?}: a row of {row} is not whole blocks of {} {}",
+                    t.block_values, t.name
+                ))
+            })?;
+        if !offset.is_multiple_of(alignment) {
+            return Err(err(format!(
+                "offset {offset} is not aligned to {alignment}"
+            )));
+        }
+        let range = data_start
+            .checked_add(offset)
+            .and_then(|s| Some(s..s.checked_add(len)?))
+            .filter(|r| r.end <= file_len)
+            .ok_or_else(|| {
+                err(format!(
+                    "{len} bytes at {offset} run past the end of the file"
+                ))
+            })?;
+        if !names.insert(name.clone()) {
+            return Err(err("appears twice".to_string()));
+        }
+        tensors.push(GgufTensor {
+            name,
+            dims,
+            type_id,
+            range,
+        });
+    }
+    let mut order: Vec<&GgufTensor> = tensors.iter().collect();
+    order.sort_by_key(|t| (t.range.start, t.range.end));
+    for w in order.windows(2) {
+        if w[1].range.start < w[0].range.end {
+            return Err(tensor_error(
+                &w[1].name,
+                format!("overlaps the bytes of {:?}", w[0].name),
+            ));
+        }
+    }
+    Ok(tensors)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,277 @@
+//! What `sc analyze` measures of a GGUF file: the order-0 entropy of each field of each ggml
+//! type's blocks (F16 scales as 16-bit values, 4-bit quants as nibbles, ...), per tensor, and
+//! the size those entropies bound a field-aware coder to.
+
+use crate::gguf::types::{join_quants, joined_quant_bits, Field, GgmlType, Packing};
+use crate::read::read_exact_or;
+use crate::stats::entropy_bits;
+use crate::{Error, Result};
+use std::io::{Read, Seek, SeekFrom};
+
+pub use crate::gguf::{types, GgufError, GgufHeader, GgufTensor, Value};
+
+/// The first header bytes read; the prefix doubles until the header fits in it.
+const FIRST_READ: u64 = 1 << 20;
+
+/// Reads and validates the header of the GGUF file `r`; a file that is not one is
+/// [`Error::InvalidArgument`] saying why.
+pub fn read_gguf_header<R: Read + Seek>(r: &mut R) -> Result<(GgufHeader, Vec<u8>)> {
+    let file_len = r.seek(SeekFrom::End(0))?;
+    let mut want = FIRST_READ.min(file_len);
+    loop {
+        let mut buf = vec![0u8; want as usize];
+        r.seek(SeekFrom::Start(0))?;
+        read_exact_or(r, &mut buf, "GGUF header")?;
+        match GgufHeader::parse(&buf, file_len) {
+            Ok(h) => {
+                buf.truncate(h.header_len as usize);
+                return Ok((h, buf));
+            }
+            Err(GgufError::Truncated(_)) if want < file_len => want = (want * 2).min(file_len),
+            Err(e) => return Err(Error::InvalidArgument(format!("not a GGUF file: {e}"))),
+        }
+    }
+}
+
+/// One field's measurements, over the tensors of one ggml type.
+#[derive(Clone, Debug)]
+pub struct FieldAnalysis {
+    /// The field's name (`d`, `qs`, ...; for plain types `value`, or its halves).
+    pub name: String,
+    /// How its bytes hold symbols.
+    pub packing: Packing,
+    /// Bits of one symbol as measured.
+    pub symbol_bits: u32,
+    /// Bytes of this field in all the type's tensors.
+    pub bytes: u64,
+    /// Symbols in them.
+    pub symbols: u64,
+    /// Order-0 entropy of each tensor's symbols of this field, summed over the tensors, in
+    /// bits: what coding each tensor's field with a static model of its own tends to.
+    pub tensor_bits: f64,
+    /// Order-0 entropy of all the type's symbols of this field pooled, bits per symbol.
+    pub pooled_bits_per_symbol: f64,
+    /// Whether the bound counts this field: the low and high bits of split quants are counted
+    /// as the whole quants they make, a field of their own.
+    pub in_bound: bool,
+}
+
+/// The tensors of one ggml type.
+#[derive(Clone, Debug)]
+pub struct TypeAnalysis {
+    /// ggml's name of the type.
+    pub name: &'static str,
+    /// Tensors of the type.
+    pub tensors: usize,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Their fields.
+    pub fields: Vec<FieldAnalysis>,
+}
+
+/// A GGUF file measured field by field.
+#[derive(Clone, Debug)]
+pub struct GgufAnalysis {
+    /// The file's length.
+    pub file_len: u64,
+    /// GGUF version.
+    pub version: u32,
+    /// Bytes of the header (magic to the last tensor info).
+    pub header_len: u64,
+    /// The header deflated, as an archive would keep it.
+    pub header_deflated: u64,
+    /// Bytes outside header and tensors (alignment padding), counted as stored.
+    pub padding: u64,
+    /// One entry per ggml type, in order of first appearance.
+    pub types: Vec<TypeAnalysis>,
+}
+
+impl GgufAnalysis {
+    /// Bytes the per-tensor order-0 entropies of the fields bound the file to, with the header
+    /// deflated and the padding stored.
+    pub fn bound_bytes(&self) -> f64 {
+        let fields: f64 = self
+            .types
+            .iter()
+            .flat_map(|t| &t.fields)
+            .filter(|f| f.in_bound)
+            .map(|f| f.tensor_bits / 8.0)
+            .sum();
+        fields + (self.header_deflated + self.padding) as f64
+    }
+}
+
+/// The fields a type's blocks are measured in: the described layout of a quantized type, plain
+/// numbers in 16-bit parts (wider ones split, the parts' entropies added), and the bytes of a
+/// block whose layout is not described.
+fn fields_of(t: &GgmlType) -> Vec<Field> {
+    let whole = |name, packing| Field {
+        name,
+        offset: 0,
+        len: t.block_bytes as usize,
+        packing,
+    };
+    if !t.fields.is_empty() {
+        return t.fields.to_vec();
+    }
+    match (t.is_plain(), t.block_bytes) {
+        (true, 1) => vec![whole("value", Packing::Bytes)],
+        (true, 2) => vec![whole("value", Packing::I16)],
+        (true, n) => (0..n as usize / 2)
+            .map(|k| Field {
+                name: PARTS[k],
+                offset: 2 * k,
+                len: 2,
+                packing: Packing::I16,
+            })
+            .collect(),
+        (false, _) => vec![whole("bytes", Packing::Bytes)],
+    }
+}
+
+/// Names of the 16-bit parts of a plain number wider than 16 bits.
+const PARTS: [&str; 4] = ["bits 15..0", "bits 31..16", "bits 47..32", "bits 63..48"];
+
+/// Adds the symbols of `field` in each of `blocks` to `hist` (of 2^bits entries; F32 fields
+/// count as bytes).
+fn count(blocks: &[u8], block_bytes: usize, field: &Field, hist: &mut [u64]) {
+    for block in blocks.chunks_exact(block_bytes) {
+        let bytes = &block[field.offset..field.offset + field.len];
+        match field.packing {
+            Packing::F16 | Packing::I16 => {
+                for p in bytes.chunks_exact(2) {
+                    hist[u16::from_le_bytes([p[0], p[1]]) as usize] += 1;
+                }
+            }
+            Packing::Bytes | Packing::F32 => bytes.iter().for_each(|&b| hist[b as usize] += 1),
+            packed => {
+                let bits = packed.symbol_bits();
+                let mask = (1u8 << bits) - 1;
+                for &b in bytes {
+                    for k in 0..8 / bits {
+                        hist[((b >> (k * bits)) & mask) as usize] += 1;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Bits of a symbol as measured: F32 fields count as bytes.
+pub fn alphabet_bits(packing: Packing) -> u32 {
+    match packing {
+        Packing::F32 => 8,
+        p => p.symbol_bits(),
+    }
+}
+
+/// Measures every tensor of the GGUF file `r`, one tensor in memory at a time.
+pub fn analyze_gguf<R: Read + Seek>(r: &mut R) -> Result<GgufAnalysis> {
+    let (h, header) = read_gguf_header(r)?;
+    let file_len = r.seek(SeekFrom::End(0))?;
+    let mut types: Vec<(TypeAnalysis, Vec<Vec<u64>>)> = Vec::new();
+    let mut joined = Vec::new();
+    let mut tensor_bytes = 0u64;
+    for t in &h.tensors {
+        let gt = t.ggml_type();
+        let fields = fields_of(gt);
+        let k = match types.iter().position(|(a, _)| a.name == gt.name) {
+            Some(k) => k,
+            None => {
+                let mut pooled: Vec<Vec<u64>> = fields
+                    .iter()
+                    .map(|f| vec![0u64; 1 << alphabet_bits(f.packing)])
+                    .collect();
+                let join = joined_quant_bits(gt);
+                let mut entries: Vec<FieldAnalysis> = fields
+                    .iter()
+                    .map(|f| FieldAnalysis {
+                        name: f.name.to_string(),
+                        packing: f.packing,
+                        symbol_bits: alphabet_bits(f.packing),
+                        bytes: 0,
+                        symbols: 0,
+                        tensor_bits: 0.0,
+                        pooled_bits_per_symbol: 0.0,
+                        in_bound: join.is_none() || !f.name.starts_with('q'),
+                    })
+                    .collect();
+                if let Some(bits) = join {
+                    entries.push(FieldAnalysis {
+                        name: format!("quants, {bits}-bit, joined"),
+                        packing: Packing::Bytes,
+                        symbol_bits: bits,
+                        bytes: 0,
+                        symbols: 0,
+                        tensor_bits: 0.0,
+                        pooled_bits_per_symbol: 0.0,
+                        in_bound: true,
+                    });
+                    pooled.push(vec![0u64; 256]);
+                }
+                let a = TypeAnalysis {
+                    name: gt.name,
+                    tensors: 0,
+                    bytes: 0,
+                    fields: entries,
+                };
+                types.push((a, pooled));
+                types.len() - 1
+            }
+        };
+        let len = t.range.end - t.range.start;
+        let mut data = vec![0u8; len as usize];
+        r.seek(SeekFrom::Start(t.range.start))?;
+        read_exact_or(r, &mut data, "GGUF tensor data")?;
+        tensor_bytes += len;
+        let (a, pooled) = &mut types[k];
+        a.tensors += 1;
+        a.bytes += len;
+        let blocks = (data.len() / gt.block_bytes as usize) as u64;
+        let mut hists: Vec<Vec<u64>> = fields
+            .iter()
+            .map(|f| {
+                let mut hist = vec![0u64; 1 << alphabet_bits(f.packing)];
+                count(&data, gt.block_bytes as usize, f, &mut hist);
+                hist
+            })
+            .collect();
+        let mut lens: Vec<u64> = fields.iter().map(|f| f.len as u64).collect();
+        if joined_quant_bits(gt).is_some() {
+            let mut hist = vec![0u64; 256];
+            joined.resize(gt.block_values as usize, 0);
+            for block in data.chunks_exact(gt.block_bytes as usize) {
+                join_quants(gt, block, &mut joined);
+                joined.iter().for_each(|&q| hist[q as usize] += 1);
+            }
+            hists.push(hist);
+            let quant_bytes = fields.iter().filter(|f| f.name.starts_with('q'));
+            lens.push(quant_bytes.map(|f| f.len as u64).sum());
+        }
+        for (((hist, len), fa), pool) in hists.iter().zip(lens).zip(&mut a.fields).zip(pooled) {
+            let n: u64 = hist.iter().sum();
+            fa.bytes += blocks * len;
+            fa.symbols += n;
+            fa.tensor_bits += entropy_bits(hist) * n as f64;
+            pool.iter_mut().zip(hist).for_each(|(p, c)| *p += c);
+        }
+    }
+    let types = types
+        .into_iter()
+        .map(|(mut a, pooled)| {
+            for (fa, pool) in a.fields.iter_mut().zip(&pooled) {
+                fa.pooled_bits_per_symbol = entropy_bits(pool);
+            }
+            a
+        })
+        .collect();
+    let header_deflated = miniz_oxide::deflate::compress_to_vec(&header, 9).len() as u64;
+    Ok(GgufAnalysis {
+        file_len,
+        version: h.version,
+        header_len: h.header_len,
+        header_deflated,
+        padding: file_len - h.header_len - tensor_bytes,
+        types,
+    })
+}
