@@ -132,6 +132,11 @@ mod gguf;
 pub mod lab;
 mod stream;
 
+/// README.md's Rust example, compiled as a doctest so that it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExample;
+
 /// A xorshift32 generator of test data: deterministic, and good enough to look random to the
 /// coders.
 #[cfg(test)]

@@ -473,7 +473,7 @@ fn a_base_name_with_control_characters_is_escaped_once() {
 /// At the default memory budget blocks in flight shrink to one whatever the block size: a
 /// fine-tune coded against its base in 64 MiB blocks, one of which in flight needs more than
 /// the default 256 MiB, encodes, decodes, verifies and extracts. A `--memory` too small says
-/// what one block needs in the terms README counts it in.
+/// what one block needs in the terms docs/GUARANTEES.md counts it in.
 #[test]
 fn a_base_with_64_mib_blocks_works_at_the_default_memory() {
     let tmp = tempfile::tempdir().unwrap();
@@ -526,13 +526,14 @@ fn a_base_with_64_mib_blocks_works_at_the_default_memory() {
         need >= buffers + fixed && need < buffers + fixed + 1.0,
         "{err}"
     );
-    let readme = fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
-    let readme = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    let doc = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/GUARANTEES.md");
+    let doc = fs::read_to_string(doc).unwrap();
+    let doc = doc.split_whitespace().collect::<Vec<_>>().join(" ");
     for says in [
         "4.5 with `--base` or repeated tensors",
         "a run needs 24 MiB besides and 128 KiB per worker thread",
     ] {
-        assert!(readme.contains(says), "README lacks {says:?}");
+        assert!(doc.contains(says), "docs/GUARANTEES.md lacks {says:?}");
     }
     assert!(fixed >= 24.0, "{err}");
 }
