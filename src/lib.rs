@@ -122,12 +122,12 @@ mod error;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod fuzz;
+#[cfg(feature = "lab")]
+mod gguf;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod hook;
 mod inspect;
-#[cfg(feature = "lab")]
-mod gguf;
 #[cfg(feature = "lab")]
 pub mod lab;
 mod stream;
