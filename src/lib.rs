@@ -118,6 +118,7 @@ mod error;
 pub mod fuzz;
 #[cfg(feature = "lab")]
 pub mod lab;
+pub mod output;
 mod stream;
 
 /// A xorshift32 generator of test data: deterministic, and good enough to look random to the
