@@ -235,6 +235,34 @@ fn interrupted_terminated_and_hung_up_runs_leave_no_output() {
     );
 }
 
+/// Starts `sc encode - -o dest`, feeds it `feed` through a pipe it keeps open, and waits until
+/// its temporary output exists.
+fn encoding_from_a_pipe(
+    feed: &[u8],
+    dest: &Path,
+) -> (std::process::Child, std::process::ChildStdin) {
+    let mut child = sc()
+        .args(["encode", "-q", "-", "-o"])
+        .arg(dest)
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(feed).unwrap();
+    stdin.flush().unwrap();
+    let start = Instant::now();
+    let dir = dest.parent().unwrap();
+    while !files_in(dir).iter().any(|f| f.ends_with(".sc-tmp")) {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "no temporary output"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    (child, stdin)
+}
+
 /// SIGPIPE is ignored: sent to a run, the run still finishes its output; a closed pipe on
 /// stdout is an error like any other write failure.
 #[test]
@@ -242,24 +270,7 @@ fn sigpipe_neither_kills_nor_leaves_a_temporary_file() {
     let dir = tempfile::tempdir().unwrap();
     let sample = std::fs::read(SAMPLE).unwrap();
     let dest = dir.path().join("out.sc");
-    let mut child = sc()
-        .args(["encode", "-q", "-", "-o"])
-        .arg(&dest)
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(&sample[..100_000]).unwrap();
-    stdin.flush().unwrap();
-    let start = Instant::now();
-    while !files_in(dir.path()).iter().any(|f| f.ends_with(".sc-tmp")) {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "no temporary output"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let (child, mut stdin) = encoding_from_a_pipe(&sample[..100_000], &dest);
     kill("PIPE", child.id());
     stdin.write_all(&sample[100_000..]).unwrap();
     drop(stdin);
@@ -325,34 +336,14 @@ fn a_file_size_limit_is_an_error_not_a_kill() {
 fn the_next_run_removes_temporary_files_of_dead_runs() {
     let dir = tempfile::tempdir().unwrap();
     let sample = std::fs::read(SAMPLE).unwrap();
-    let mut child = sc()
-        .args(["encode", "-q", "-", "-o"])
-        .arg(dir.path().join("out.sc"))
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(&sample[..100_000]).unwrap();
-    stdin.flush().unwrap();
-    let start = Instant::now();
-    let temporary = || {
-        files_in(dir.path())
-            .into_iter()
-            .filter(|f| f.ends_with(".sc-tmp"))
-            .collect::<Vec<_>>()
-    };
-    while temporary().is_empty() {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "no temporary output"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let (mut child, stdin) = encoding_from_a_pipe(&sample[..100_000], &dir.path().join("out.sc"));
     kill("KILL", child.id());
     child.wait().unwrap();
     drop(stdin);
-    let stale = temporary();
+    let stale: Vec<String> = files_in(dir.path())
+        .into_iter()
+        .filter(|f| f.ends_with(".sc-tmp"))
+        .collect();
     assert_eq!(stale.len(), 1, "{stale:?}");
     // The same name with the pid of a live process (this one), and a name of another pattern.
     let pid = child.id().to_string();
