@@ -130,6 +130,7 @@ pub mod hook;
 mod inspect;
 #[cfg(feature = "lab")]
 pub mod lab;
+pub mod output;
 mod stream;
 
 /// README.md's Rust example, compiled as a doctest so that it stays true.

@@ -187,3 +187,65 @@ fn modes_parse_from_their_names() {
     assert!(EncodeOptions::check_block_size(4097).is_err());
     assert!(EncodeOptions::check_block_size(sc::MAX_BLOCK_SIZE + 2).is_err());
 }
+
+/// A writer that truncates the file `path` to `len` bytes on its first write.
+struct TruncateOnWrite<'a> {
+    path: &'a std::path::Path,
+    len: u64,
+    done: bool,
+}
+
+impl Write for TruncateOnWrite<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if !self.done {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(self.path)?
+                .set_len(self.len)?;
+            self.done = true;
+        }
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Without maps, `decode_file` reads the archive with positioned reads: it decodes what the
+/// maps decode, and an archive truncated by another process meanwhile is an error, where a
+/// map would kill the process with SIGBUS.
+#[test]
+fn decode_file_without_maps_fails_cleanly_on_a_file_truncated_meanwhile() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = sample();
+    let path = dir.path().join("sample.sc");
+    std::fs::write(&path, reference(&input, &EncodeOptions::default())).unwrap();
+    let unmapped = DecodeOptions {
+        map: false,
+        check_md5: true,
+        ..Default::default()
+    };
+    let mut out = Vec::new();
+    sc::decode_file(&std::fs::File::open(&path).unwrap(), &mut out, &unmapped).unwrap();
+    assert!(out == input);
+
+    // Incompressible: the archive is as long as the input, 32 MiB, much more than the blocks
+    // one thread decodes ahead of the first write.
+    let input = Rng(7).bytes(32 << 20);
+    std::fs::write(&path, reference(&input, &EncodeOptions::default())).unwrap();
+    let truncating = TruncateOnWrite {
+        path: &path,
+        len: 16 << 20,
+        done: false,
+    };
+    let opts = DecodeOptions {
+        threads: 1,
+        ..unmapped
+    };
+    let r = sc::decode_file(&std::fs::File::open(&path).unwrap(), truncating, &opts);
+    assert!(
+        matches!(r, Err(Error::Truncated(_)) | Err(Error::Io(_))),
+        "{r:?}"
+    );
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 16 << 20);
+}

@@ -235,6 +235,34 @@ fn interrupted_terminated_and_hung_up_runs_leave_no_output() {
     );
 }
 
+/// Starts `sc encode - -o dest`, feeds it `feed` through a pipe it keeps open, and waits until
+/// its temporary output exists.
+fn encoding_from_a_pipe(
+    feed: &[u8],
+    dest: &Path,
+) -> (std::process::Child, std::process::ChildStdin) {
+    let mut child = sc()
+        .args(["encode", "-q", "-", "-o"])
+        .arg(dest)
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(feed).unwrap();
+    stdin.flush().unwrap();
+    let start = Instant::now();
+    let dir = dest.parent().unwrap();
+    while !files_in(dir).iter().any(|f| f.ends_with(".sc-tmp")) {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "no temporary output"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    (child, stdin)
+}
+
 /// SIGPIPE is ignored: sent to a run, the run still finishes its output; a closed pipe on
 /// stdout is an error like any other write failure.
 #[test]
@@ -242,24 +270,7 @@ fn sigpipe_neither_kills_nor_leaves_a_temporary_file() {
     let dir = tempfile::tempdir().unwrap();
     let sample = std::fs::read(SAMPLE).unwrap();
     let dest = dir.path().join("out.sc");
-    let mut child = sc()
-        .args(["encode", "-q", "-", "-o"])
-        .arg(&dest)
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(&sample[..100_000]).unwrap();
-    stdin.flush().unwrap();
-    let start = Instant::now();
-    while !files_in(dir.path()).iter().any(|f| f.ends_with(".sc-tmp")) {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "no temporary output"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let (child, mut stdin) = encoding_from_a_pipe(&sample[..100_000], &dest);
     kill("PIPE", child.id());
     stdin.write_all(&sample[100_000..]).unwrap();
     drop(stdin);
@@ -308,7 +319,94 @@ fn a_file_size_limit_is_an_error_not_a_kill() {
         err.starts_with("sc: error:") && err.contains("File too large"),
         "{err}"
     );
+    // The destination is named, not the temporary file that was removed.
+    let dest = dir.path().join("m.safetensors.sc");
+    assert!(
+        err.contains(&format!("writing {}: File too large", dest.display()))
+            && !err.contains("sc-tmp"),
+        "{err}"
+    );
     assert_eq!(files_in(dir.path()), ["m.safetensors"]);
+}
+
+/// A run killed where it cannot clean up (SIGKILL) leaves its temporary file; the next run
+/// writing in that folder removes it, and only it: not the temporary files of live processes,
+/// nor files merely ending in `.sc-tmp`.
+#[test]
+fn the_next_run_removes_temporary_files_of_dead_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = std::fs::read(SAMPLE).unwrap();
+    let (mut child, stdin) = encoding_from_a_pipe(&sample[..100_000], &dir.path().join("out.sc"));
+    kill("KILL", child.id());
+    child.wait().unwrap();
+    drop(stdin);
+    let stale: Vec<String> = files_in(dir.path())
+        .into_iter()
+        .filter(|f| f.ends_with(".sc-tmp"))
+        .collect();
+    assert_eq!(stale.len(), 1, "{stale:?}");
+    // The same name with the pid of a live process (this one), and a name of another pattern.
+    let pid = child.id().to_string();
+    let live = stale[0].replacen(&format!(".{pid}."), &format!(".{}.", std::process::id()), 1);
+    assert_ne!(live, stale[0]);
+    std::fs::write(dir.path().join(&live), b"live").unwrap();
+    std::fs::write(dir.path().join(".notes.sc-tmp"), b"mine").unwrap();
+    let input = dir.path().join("m.safetensors");
+    std::fs::write(&input, &sample).unwrap();
+    let st = sc().args(["encode", "-q"]).arg(&input).status().unwrap();
+    assert!(st.success());
+    let mut want = vec![
+        ".notes.sc-tmp".to_string(),
+        live,
+        "m.safetensors".into(),
+        "m.safetensors.sc".into(),
+    ];
+    want.sort();
+    assert_eq!(files_in(dir.path()), want);
+}
+
+/// An output given as a symbolic link replaces the file the link names, not the link; a link
+/// to nothing is refused.
+#[test]
+fn outputs_write_through_symbolic_links() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("m.safetensors");
+    std::fs::copy(SAMPLE, &input).unwrap();
+    std::fs::create_dir(dir.path().join("real")).unwrap();
+    let target = dir.path().join("real/m.sc");
+    std::fs::write(&target, b"old").unwrap();
+    let link = dir.path().join("link.sc");
+    std::os::unix::fs::symlink("real/m.sc", &link).unwrap();
+    let st = sc()
+        .args(["encode", "-q", "-f"])
+        .arg(&input)
+        .arg("-o")
+        .arg(&link)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    assert_eq!(std::fs::read_link(&link).unwrap(), Path::new("real/m.sc"));
+    let archive = std::fs::read(&target).unwrap();
+    let restored = sc::decode_to_vec(&archive, &sc::DecodeOptions::default()).unwrap();
+    assert!(restored == std::fs::read(&input).unwrap());
+
+    let dangling = dir.path().join("dangling.sc");
+    std::os::unix::fs::symlink("missing.sc", &dangling).unwrap();
+    let err = common::fails(
+        sc().args(["encode", "-f"])
+            .arg(&input)
+            .arg("-o")
+            .arg(&dangling)
+            .output()
+            .unwrap(),
+        "symbolic link to a missing file",
+    );
+    assert!(err.contains("dangling.sc"), "{err}");
+    assert!(std::fs::symlink_metadata(&dangling).unwrap().is_symlink());
+    assert_eq!(
+        files_in(dir.path()),
+        ["dangling.sc", "link.sc", "m.safetensors", "real"]
+    );
 }
 
 fn kill(signal: &str, pid: u32) {

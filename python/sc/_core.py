@@ -171,6 +171,14 @@ class Archive:
         self._reader.close()
 
 
+def _is_bool(key: Any) -> bool:
+    """Whether `key` is a boolean scalar (Python's, NumPy's or a 0-d tensor's), which indexes
+    as a new axis, not as the row its int value would name."""
+    if isinstance(key, bool):
+        return True
+    return getattr(key, "shape", None) == () and "bool" in str(getattr(key, "dtype", ""))
+
+
 class _Slice:
     """A tensor that is decoded only where it is indexed: `f.get_slice(name)[a:b]` decodes the
     blocks that hold rows a..b of its first dimension."""
@@ -198,6 +206,10 @@ class _Slice:
             key, rest = (key[0], key[1:]) if key else (slice(None), ())
         if key is Ellipsis:
             key, rest = slice(None), (Ellipsis,) + rest
+        if _is_bool(key):
+            # As in NumPy: a new axis of length 1 (True) or 0 (False), not row 1 or 0.
+            (t,) = self._archive.load(self._fw, [e])
+            return self._fw.to_device(t[(bool(key),) + rest], self._device)
         if not e.shape:
             if key != slice(None):
                 raise IndexError("a 0-d tensor takes no index but [:] or [...]")

@@ -8,10 +8,11 @@
 mod cli;
 
 use pyo3::buffer::PyBuffer;
-use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::exceptions::{PyOSError, PyOverflowError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::{PyBool, PyBytes, PyDict};
 use rayon::ThreadPool;
+use sc::output::OutputFile;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Cursor, Read, Seek, SeekFrom, Write};
@@ -61,9 +62,14 @@ impl Failure {
                     io::ErrorKind::NotFound => 2,
                     io::ErrorKind::PermissionDenied => 13,
                     io::ErrorKind::AlreadyExists => 17,
+                    io::ErrorKind::IsADirectory => 21,
                     _ => 0,
                 });
-                let text = e.to_string();
+                // A bare kind reads as the errno's text ("File exists").
+                let text = match (e.raw_os_error(), e.get_ref()) {
+                    (None, None) if errno != 0 => io::Error::from_raw_os_error(errno).to_string(),
+                    _ => e.to_string(),
+                };
                 // OSError(errno, strerror, filename) picks FileNotFoundError etc. by errno.
                 let strerror = text.split(" (os error").next().unwrap_or(&text).to_string();
                 PyOSError::new_err((errno, strerror, path.display().to_string()))
@@ -110,15 +116,42 @@ fn run<T: Send>(
     }
 }
 
-/// A pool of `threads` threads, or `None` for rayon's global pool (all cores).
-fn thread_pool(threads: Option<usize>) -> PyResult<Option<Arc<ThreadPool>>> {
+/// A `threads=` argument, as the command line takes `-T`: a whole number, 0 for all cores.
+struct Threads(usize);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Threads {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        let bad = || {
+            let shown = obj.repr().map_or_else(|_| "?".into(), |r| r.to_string());
+            ScError::new_err(format!(
+                "invalid argument: threads must be a whole number, 0 (all cores) or more, not \
+                 {shown}"
+            ))
+        };
+        if obj.is_instance_of::<PyBool>() {
+            return Err(bad());
+        }
+        match obj.extract::<i64>() {
+            Ok(n) => usize::try_from(n).map(Threads).map_err(|_| bad()),
+            // Past 64 bits: more than any machine's cores, capped like any such number.
+            Err(e) if e.is_instance_of::<PyOverflowError>(obj.py()) && obj.gt(0)? => {
+                Ok(Threads(usize::MAX))
+            }
+            Err(_) => Err(bad()),
+        }
+    }
+}
+
+/// A pool of `threads` threads, capped to the cores as the command line caps `-T`, or `None`
+/// for rayon's global pool (all cores) when `threads` is absent or 0.
+fn thread_pool(threads: Option<Threads>) -> PyResult<Option<Arc<ThreadPool>>> {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
     match threads {
-        None => Ok(None),
-        Some(0) => Err(ScError::new_err(
-            "invalid argument: threads must be at least 1",
-        )),
-        Some(n) => rayon::ThreadPoolBuilder::new()
-            .num_threads(n)
+        None | Some(Threads(0)) => Ok(None),
+        Some(Threads(n)) => rayon::ThreadPoolBuilder::new()
+            .num_threads(n.min(cores))
             .build()
             .map(|p| Some(Arc::new(p)))
             .map_err(|e| ScError::new_err(format!("cannot start worker threads: {e}"))),
@@ -221,7 +254,7 @@ impl Reader {
     fn new(
         py: Python<'_>,
         source: &Bound<'_, PyAny>,
-        threads: Option<usize>,
+        threads: Option<Threads>,
         base: Option<PathBuf>,
     ) -> PyResult<Self> {
         let pool = thread_pool(threads)?;
@@ -435,36 +468,25 @@ fn encode_options(
     Ok(opts)
 }
 
-/// Writes `dst` through a temporary file beside it, renamed into place only once `write`
-/// succeeded; without `overwrite`, an existing `dst` is an error.
+/// Writes `dst` as the command line writes its outputs ([`sc::output`]): through a temporary
+/// file beside it (with the umask's mode), renamed into place only once `write` succeeded; an
+/// existing FIFO or character device in place; a symbolic link's target. Without `overwrite`,
+/// an existing file is an error.
 fn write_atomically(
     dst: &Path,
     overwrite: bool,
-    write: impl FnOnce(&mut BufWriter<&File>) -> Res<()>,
+    write: impl FnOnce(&mut BufWriter<&mut OutputFile>) -> Res<()>,
 ) -> Res<()> {
     let os = |e: io::Error| Failure::Os(e, dst.into());
-    if !overwrite && dst.exists() {
-        return Err(os(io::Error::from_raw_os_error(17)));
-    }
-    let dir = match dst.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let tmp = tempfile::Builder::new()
-        .prefix(".sc-tmp")
-        .tempfile_in(dir)
-        .map_err(os)?;
+    let mut out = OutputFile::create(dst, overwrite).map_err(os)?;
     {
-        let mut w = BufWriter::with_capacity(1 << 20, tmp.as_file());
+        let mut w = BufWriter::with_capacity(1 << 20, &mut out);
         write(&mut w)?;
-        w.flush().map_err(os)?;
+        // Write errors name the destination.
+        w.flush().map_err(sc::Error::from)?;
     }
-    let persisted = if overwrite {
-        tmp.persist(dst).map(drop)
-    } else {
-        tmp.persist_noclobber(dst).map(drop)
-    };
-    persisted.map_err(|e| os(e.error))
+    out.commit(false).map_err(os)?;
+    Ok(())
 }
 
 /// Reads Python buffers one after the other.
@@ -498,7 +520,7 @@ fn encode_parts(
     mode: Option<&str>,
     block_size: Option<u64>,
     md5: Option<bool>,
-    threads: Option<usize>,
+    threads: Option<Threads>,
     overwrite: bool,
     level: Option<i64>,
 ) -> PyResult<Option<Py<PyBytes>>> {
@@ -552,7 +574,7 @@ fn compress_file<'py>(
     mode: Option<&str>,
     block_size: Option<u64>,
     md5: Option<bool>,
-    threads: Option<usize>,
+    threads: Option<Threads>,
     overwrite: bool,
     base: Option<PathBuf>,
     level: Option<i64>,
@@ -598,9 +620,12 @@ fn decode_to(
 ) -> Res<sc::DecodeReport> {
     let f = open(src)?;
     let base = base_for(base, Some(src))?;
+    // Positioned reads, not maps: another process truncating the archive must give an
+    // error, not kill the interpreter with SIGBUS.
     let opts = sc::DecodeOptions {
         check_md5,
         base: base.as_ref(),
+        map: false,
         ..Default::default()
     };
     Ok(sc::decode_file(&f, out, &opts)?)
@@ -624,7 +649,7 @@ fn decompress_file<'py>(
     py: Python<'py>,
     src: PathBuf,
     dst: PathBuf,
-    threads: Option<usize>,
+    threads: Option<Threads>,
     check_md5: bool,
     overwrite: bool,
     base: Option<PathBuf>,
@@ -648,7 +673,7 @@ fn decompress_file<'py>(
 fn verify<'py>(
     py: Python<'py>,
     path: PathBuf,
-    threads: Option<usize>,
+    threads: Option<Threads>,
     base: Option<PathBuf>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let pool = thread_pool(threads)?;

@@ -141,7 +141,7 @@ def test_framework_and_device_checked(sample_archive):
     with pytest.raises(ValueError):
         sc.numpy.load_file(sample_archive, device="cuda")
     with pytest.raises(sc.ScError, match="threads"):
-        sc.torch.load_file(sample_archive, threads=0)
+        sc.torch.load_file(sample_archive, threads=-1)
 
 
 def test_loaded_tensors_own_writable_memory(sample_archive):

@@ -51,6 +51,11 @@ pub struct DecodeOptions<'a> {
     /// whose tensors differ from the ones it was coded against ([`Error::BaseMismatch`]):
     /// both are found before anything is written. Archives without a base ignore it.
     pub base: Option<&'a Base>,
+    /// Read an archive file given to [`decode_file`] through memory maps (the default):
+    /// blocks are decoded where the page cache holds them, but another process truncating
+    /// the file meanwhile kills this one with SIGBUS. Off, the file is read with positioned
+    /// reads, and a file truncated meanwhile is an error like any other.
+    pub map: bool,
 }
 
 impl Default for DecodeOptions<'_> {
@@ -62,6 +67,7 @@ impl Default for DecodeOptions<'_> {
             progress: None,
             memory: DEFAULT_MEMORY,
             base: None,
+            map: true,
         }
     }
 }
@@ -75,6 +81,7 @@ impl std::fmt::Debug for DecodeOptions<'_> {
             .field("progress", &self.progress.map(|_| "callback"))
             .field("memory", &self.memory)
             .field("base", &self.base.map(Base::name))
+            .field("map", &self.map)
             .finish()
     }
 }
@@ -399,11 +406,12 @@ pub fn decode_to_vec(archive: &[u8], opts: &DecodeOptions) -> Result<Vec<u8>> {
 
 /// Decompresses the archive file `file` into `output`. A regular file is read from its start
 /// (whatever its cursor) through memory maps of a few megabytes at a time, so that blocks are
-/// decoded where the page cache holds them; anything else, or a file that cannot be mapped, is
-/// read as a stream from its cursor.
+/// decoded where the page cache holds them, or from its start with positioned reads when
+/// [`DecodeOptions::map`] is off; anything else, or a file that cannot be mapped, is read as a
+/// stream from its cursor.
 ///
 /// Like every reader of mapped files, the process can be killed by SIGBUS if another process
-/// truncates the file while it is being decoded.
+/// truncates the file while it is being decoded through maps.
 pub fn decode_file<W: Write + Send>(
     file: &File,
     output: W,
@@ -421,18 +429,22 @@ fn decode_file_here<W: Write + Send>(
     let meta = file.metadata()?;
     // Some regular files report no length (procfs, some FUSE file systems): `new` leaves
     // those, like files that cannot be mapped, to be streamed.
-    let mapped = meta
-        .is_file()
+    let mapped = (meta.is_file() && opts.map)
         .then(|| MappedFile::new(file, meta.len()))
         .flatten();
+    let whole = DecodeOptions {
+        archive_len: Some(meta.len()),
+        ..*opts
+    };
     match mapped {
         Some(mapped) => {
-            let opts = DecodeOptions {
-                archive_len: Some(meta.len()),
-                ..*opts
-            };
             let again: Box<dyn ReadSeek> = Box::new(At::new(file)?);
-            decode_from(mapped, output, &opts, Some(again))
+            decode_from(mapped, output, &whole, Some(again))
+        }
+        None if !opts.map && meta.is_file() && meta.len() > 0 => {
+            let input = Stream(BufReader::with_capacity(64 << 10, At::new(file)?));
+            let again: Box<dyn ReadSeek> = Box::new(At::new(file)?);
+            decode_from(input, output, &whole, Some(again))
         }
         None => {
             let input = Stream(BufReader::with_capacity(64 << 10, file));

@@ -1,30 +1,14 @@
-//! Where results go: stdout; an existing FIFO or device, written in place; or a temporary file
-//! beside the destination, renamed over it only once everything succeeded.
+//! Where results go: stdout, or a file written through the library's [`sc::output`] (an
+//! existing FIFO or device in place; anything else through a temporary file beside the
+//! destination, renamed over it only once everything succeeded).
 
 use super::IO_BUFFER;
 use anyhow::{bail, Context, Result};
-use std::fs::{self, File, FileTimes, Metadata, OpenOptions, Permissions};
+use sc::output::OutputFile;
+use std::fs::{self, FileTimes, Metadata, Permissions};
 use std::io::{self, BufWriter, IsTerminal, Write};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
-use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
-
-/// Temporary files to delete if the process is killed by a signal.
-static PENDING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
-
-fn pending() -> MutexGuard<'static, Vec<PathBuf>> {
-    PENDING.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Deletes every unfinished temporary output, for a process about to exit on a signal. The
-/// list stays locked, so no output is renamed into place afterwards.
-pub fn remove_pending() {
-    let paths = pending();
-    for p in paths.iter() {
-        let _ = fs::remove_file(p);
-    }
-    std::mem::forget(paths);
-}
+use std::path::Path;
 
 /// The identity of a file: device and inode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,24 +40,14 @@ pub struct Settings<'a> {
     pub durable: bool,
 }
 
-/// The longest destination name kept in a temporary file's name: the rest (a dot, a random
-/// part and `.sc-tmp`) must fit the 255 bytes file systems allow for a name.
-const TMP_NAME_KEPT: usize = 200;
-
 /// An output being written.
 pub enum Output {
     /// Standard output.
     Stdout(BufWriter<io::Stdout>),
-    /// An existing FIFO or device, written in place (renaming over it would replace it).
-    Special(BufWriter<File>),
-    /// A temporary file that becomes `dest` on [`Output::commit`].
+    /// A file.
     File {
-        /// The temporary file.
-        tmp: BufWriter<tempfile::NamedTempFile>,
-        /// Final path.
-        dest: PathBuf,
-        /// Replace an existing `dest`.
-        force: bool,
+        /// The file, written in place or through a temporary file.
+        out: BufWriter<OutputFile>,
         /// Permission bits and times to give the file before it is renamed.
         like: Option<(Permissions, FileTimes)>,
         /// Sync the file and its directory.
@@ -97,31 +71,10 @@ impl Output {
                 io::stdout(),
             )));
         };
-        match fs::metadata(dest) {
-            Ok(m) if m.is_dir() => bail!("{} is a directory", dest.display()),
-            Ok(m) if !m.is_file() => return Output::special(dest, &m, s),
-            Ok(_) if !s.force => {
-                bail!("{} already exists (use -f to overwrite)", dest.display())
-            }
-            _ => {}
+        let out = OutputFile::create(dest, s.force).map_err(|e| refused(dest, e))?;
+        if out.in_place() && s.binary && !s.force && out.file().is_terminal() {
+            bail!("refusing to write binary data to a terminal (use -f to force)");
         }
-        let dir = parent(dest);
-        let name = dest
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let mut cut = name.len().min(TMP_NAME_KEPT);
-        while !name.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        let tmp = tempfile::Builder::new()
-            .prefix(&format!(".{}.", &name[..cut]))
-            .suffix(".sc-tmp")
-            .permissions(Permissions::from_mode(0o666))
-            .tempfile_in(dir)
-            .map_err(without_path)
-            .with_context(|| format!("cannot create {}", dest.display()))?;
-        pending().push(tmp.path().to_path_buf());
         let like = s.like.map(|m| {
             let times = FileTimes::new();
             let times = match m.accessed() {
@@ -135,115 +88,66 @@ impl Output {
             (Permissions::from_mode(m.mode() & 0o777), times)
         });
         Ok(Output::File {
-            tmp: BufWriter::with_capacity(IO_BUFFER, tmp),
-            dest: dest.to_path_buf(),
-            force: s.force,
+            out: BufWriter::with_capacity(IO_BUFFER, out),
             like,
             durable: s.durable,
         })
-    }
-
-    /// Opens the existing non-regular file `dest` (`m`) to write into it.
-    fn special(dest: &Path, m: &Metadata, s: &Settings) -> Result<Output> {
-        if m.file_type().is_block_device() && !s.force {
-            bail!(
-                "{} is a block device: writing replaces its contents (use -f to do so)",
-                dest.display()
-            );
-        }
-        let f = OpenOptions::new()
-            .write(true)
-            .open(dest)
-            .with_context(|| format!("cannot open {}", dest.display()))?;
-        if s.binary && !s.force && f.is_terminal() {
-            bail!("refusing to write binary data to a terminal (use -f to force)");
-        }
-        Ok(Output::Special(BufWriter::with_capacity(IO_BUFFER, f)))
     }
 
     /// Flushes and, for a temporary file, gives it its permissions and times, syncs it if
     /// asked, and renames it over the destination. Returns the identity of the file renamed
     /// into place (none for stdout and files written in place).
     pub fn commit(self) -> Result<Option<FileId>> {
-        let (tmp, dest, force, like, durable) = match self {
+        let (out, like, durable) = match self {
             Output::Stdout(mut w) => return w.flush().context("writing to stdout").map(|_| None),
-            Output::Special(mut w) => return w.flush().context("writing").map(|_| None),
-            Output::File {
-                tmp,
-                dest,
-                force,
-                like,
-                durable,
-            } => (tmp, dest, force, like, durable),
+            Output::File { out, like, durable } => (out, like, durable),
         };
-        let writing = || format!("writing {}", dest.display());
-        let tmp = tmp
-            .into_inner()
-            .map_err(|e| e.into_error())
-            .with_context(writing)?;
-        let f = tmp.as_file();
+        // Write errors name the destination already.
+        let out = out.into_inner().map_err(|e| e.into_error())?;
+        let dest = out.path().to_path_buf();
         if let Some((mode, times)) = like {
-            f.set_permissions(mode).with_context(writing)?;
-            f.set_times(times).with_context(writing)?;
+            let writing = || format!("writing {}", dest.display());
+            out.set_permissions(mode).with_context(writing)?;
+            out.set_times(times).with_context(writing)?;
         }
-        if durable {
-            f.sync_all().with_context(writing)?;
-        }
-        let id = FileId::of(&f.metadata().with_context(writing)?);
-        let mut pending = pending();
-        let path = tmp.path().to_path_buf();
-        let result = match force {
-            true => tmp.persist(&dest).map(drop),
-            false => tmp.persist_noclobber(&dest).map(drop),
-        };
-        pending.retain(|p| p != &path);
-        drop(pending);
-        result
-            .map_err(|e| e.error)
+        let written = out
+            .commit(durable)
             .with_context(|| format!("cannot create {}", dest.display()))?;
-        if durable {
-            let dir = parent(&dest);
-            File::open(dir)
-                .and_then(|d| d.sync_all())
-                .with_context(|| format!("syncing directory {}", dir.display()))?;
-        }
-        Ok(Some(id))
+        Ok(written.as_ref().map(FileId::of))
     }
 
     /// Drops an unfinished output; a temporary file is deleted.
     pub fn abandon(self) {
-        if let Output::File { tmp, .. } = self {
-            if let Ok(t) = tmp.into_inner() {
-                let path = t.path().to_path_buf();
-                drop(t);
-                pending().retain(|p| p != &path);
-            }
+        if let Output::File { out, .. } = self {
+            // The buffer's bytes are not wanted: the file goes without them.
+            drop(out.into_parts());
         }
     }
 
     fn writer(&mut self) -> &mut dyn Write {
         match self {
             Output::Stdout(w) => w,
-            Output::Special(w) => w,
-            Output::File { tmp, .. } => tmp,
+            Output::File { out, .. } => out,
         }
     }
 }
 
-/// The directory `path` lies in.
-fn parent(path: &Path) -> &Path {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    }
-}
-
-/// An I/O error without the temporary path the `tempfile` crate adds to it: the error names
-/// the destination the user asked for instead.
-fn without_path(e: io::Error) -> io::Error {
-    match e.raw_os_error() {
-        Some(code) => io::Error::from_raw_os_error(code),
-        None => io::Error::new(e.kind(), e.kind().to_string()),
+/// The error for a destination `dest` that cannot be opened (`e`).
+fn refused(dest: &Path, e: io::Error) -> anyhow::Error {
+    let shown = dest.display();
+    match e.kind() {
+        io::ErrorKind::IsADirectory => anyhow::anyhow!("{shown} is a directory"),
+        io::ErrorKind::AlreadyExists
+            if fs::metadata(dest).is_ok_and(|m| m.file_type().is_block_device()) =>
+        {
+            anyhow::anyhow!(
+                "{shown} is a block device: writing replaces its contents (use -f to do so)"
+            )
+        }
+        io::ErrorKind::AlreadyExists => {
+            anyhow::anyhow!("{shown} already exists (use -f to overwrite)")
+        }
+        _ => anyhow::Error::new(e).context(format!("cannot create {shown}")),
     }
 }
 

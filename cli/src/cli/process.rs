@@ -2,7 +2,6 @@
 //! error rather than a kill, and a standard stream closed at start is noticed instead of
 //! silently reading nothing or swallowing the output.
 
-use super::output;
 use std::io::{self, Write};
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
@@ -88,7 +87,7 @@ fn install_cleanup() -> io::Result<()> {
             let n = unsafe { libc::read(read_fd, (&mut byte as *mut u8).cast(), 1) };
             if n == 1 {
                 let signal = byte as libc::c_int;
-                output::remove_pending();
+                sc::output::remove_unfinished();
                 let what = FATAL
                     .iter()
                     .find(|(s, _)| *s == signal)

@@ -92,7 +92,7 @@ pub fn remove_input(
     if !verified {
         bail!("{} does not verify; {}", dest.display(), keeping());
     }
-    let out = fs::symlink_metadata(dest).map(|m| FileId::of(&m)).ok();
+    let out = fs::metadata(dest).map(|m| FileId::of(&m)).ok();
     if out != Some(id) {
         bail!(
             "{} was replaced after it was verified; {}",
