@@ -10,11 +10,10 @@ use crate::base::Base;
 use crate::container::{BlockRecord, FileHeader, Footer, IndexEntry, Kind, Mode};
 use crate::error::{Error, Result};
 use crate::inspect::{container_parts, header_json, reference, Reference};
-use crate::pipeline::decode::{
-    decode_into, decode_one, kept_tensors, spans_of, Block, Counting, Source, Stream,
-};
+use crate::pipeline::decode::{decode_into, decode_one, kept_tensors, spans_of, Block, Counting};
 use crate::pipeline::pool::Pool;
 use crate::pipeline::refs::{Retained, Sources, Spans};
+use crate::pipeline::source::{Source, Stream};
 use crate::pipeline::{one_block_needs, ordered, Budget, Pools, DEFAULT_MEMORY};
 use crate::safetensors::{self, TensorInfo};
 use std::collections::BTreeMap;

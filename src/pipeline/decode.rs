@@ -5,12 +5,13 @@ use super::digest::DigestWorker;
 use super::mapped::MappedFile;
 use super::pool::Pool;
 use super::refs::{NoOwn, OwnBytes, Retained, Sources, Spans};
+use super::source::{Payload, Source, Stream};
 use super::{on_threads, ordered, Budget, Pools, DEFAULT_MEMORY};
 use crate::archive::Archive;
 use crate::base::Base;
 use crate::container::{checksum::hex, BlockRecord, FileHeader, Footer, IndexEntry, Kind, Mode};
 use crate::error::{Error, Result};
-use crate::read::{read_exact_or, read_up_to, At};
+use crate::read::{read_up_to, At};
 use crate::safetensors::{Header, TensorInfo};
 use std::fs::File;
 use std::io::{self, BufReader, Read, Seek, Write};
@@ -119,62 +120,6 @@ impl<R: Read> Read for Counting<R> {
         let n = self.inner.read(buf)?;
         self.pos += n as u64;
         Ok(n)
-    }
-}
-
-/// A block's payload: read into a pooled buffer, or where the archive lies in memory.
-pub(crate) enum Payload<'a> {
-    /// Read from a stream; goes back to the pool once decoded.
-    Read(Vec<u8>),
-    /// Part of an archive in memory.
-    Borrowed(&'a [u8]),
-    /// Part of a map of the archive file, unmapped when its last payload is dropped.
-    Mapped(Arc<memmap2::Mmap>, std::ops::Range<usize>),
-}
-
-impl std::ops::Deref for Payload<'_> {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            Payload::Read(v) => v,
-            Payload::Borrowed(s) => s,
-            Payload::Mapped(m, r) => &m[r.clone()],
-        }
-    }
-}
-
-/// Where an archive's bytes come from: records through [`Read`], payloads as [`Payload`]s.
-pub(crate) trait Source<'a>: Read {
-    /// The next `len` bytes, as a payload.
-    fn payload(&mut self, len: usize, buffers: &Pool<Vec<u8>>) -> Result<Payload<'a>>;
-}
-
-/// A stream's payloads, read into pooled buffers.
-pub(crate) struct Stream<R>(pub(crate) R);
-
-impl<R: Read> Read for Stream<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.0.read(buf)
-    }
-}
-
-impl<R: Read> Source<'_> for Stream<R> {
-    fn payload(&mut self, len: usize, buffers: &Pool<Vec<u8>>) -> Result<Payload<'static>> {
-        let mut payload = buffers.buffer(len);
-        read_exact_or(self, &mut payload, "block payload")?;
-        Ok(Payload::Read(payload))
-    }
-}
-
-/// An archive in memory: its payloads borrowed.
-impl<'a> Source<'a> for &'a [u8] {
-    fn payload(&mut self, len: usize, _: &Pool<Vec<u8>>) -> Result<Payload<'a>> {
-        if len > self.len() {
-            return Err(Error::Truncated("block payload"));
-        }
-        let (payload, rest) = self.split_at(len);
-        *self = rest;
-        Ok(Payload::Borrowed(payload))
     }
 }
 

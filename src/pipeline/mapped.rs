@@ -10,8 +10,8 @@
 //! process truncates the archive while it runs; an archive changed in place fails its
 //! checksums.
 
-use super::decode::{Payload, Source};
 use super::pool::Pool;
+use super::source::{Payload, Source};
 use crate::error::{Error, Result};
 use memmap2::{Mmap, MmapOptions};
 use std::fs::File;

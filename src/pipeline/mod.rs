@@ -11,6 +11,7 @@ mod mapped;
 pub mod plan;
 pub mod pool;
 pub mod refs;
+pub mod source;
 
 use std::collections::VecDeque;
 use std::sync::mpsc::{channel, Receiver};
