@@ -186,15 +186,8 @@ where
     }
     let target = out.output.as_deref();
     let several = inputs.len() > 1;
-    match target {
-        Some(t) if several && !t.is_dir() => bail!(
-            "-o {}: with several inputs, -o names the folder for all outputs, and it is not one",
-            t.display()
-        ),
-        Some(t) if t.exists() && !t.is_dir() => {
-            bail!("{} exists and is not a directory", t.display())
-        }
-        _ => {}
+    if let Some(t) = target.filter(|t| t.exists() && !t.is_dir()) {
+        bail!(super::outdir::not_a_folder(t));
     }
     let mut jobs = Vec::new();
     for input in inputs {

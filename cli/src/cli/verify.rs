@@ -19,7 +19,7 @@ pub fn is_archive(p: &Path) -> bool {
 
 /// The archives to check: files as given, directories searched for `*.sc` files (recursively,
 /// in name order; symbolic links to directories are not followed, so there are no cycles).
-fn collect(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+pub fn collect(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for p in paths {
         if p.is_dir() {
