@@ -355,6 +355,12 @@ fn zstd_spellings_of_the_commands() {
     fs::write(d.join("bad.sc"), b"not an archive").unwrap();
     let run = sc(d, &["-t", "bad.sc"], None);
     assert_eq!(run.status.code(), Some(1), "{}", stderr(&run));
+    let help = ok(sc(d, &["--help"], None));
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        help.contains("`sc -t` verifies, `sc -l` is `sc info`"),
+        "{help}"
+    );
     for list in ["-l", "--list"] {
         let run = ok(sc(d, &["-q", list, "t9.sc"], None));
         let out = String::from_utf8_lossy(&run.stdout);

@@ -41,6 +41,8 @@ use std::time::Instant;
     propagate_version = true,
     disable_help_subcommand = true,
     after_help = "`sc -z FILE...` is `sc encode FILE...`, `sc -d FILE...` is `sc decode FILE...`.\n\
+                  As in zstd: `sc FILE...` and `sc -19 FILE` encode, `sc -t` verifies, `sc -l` is \
+                  `sc info`, and with no FILE stdin is read (unless a terminal).\n\
                   `sc help formats` says which split each dtype gets."
 )]
 pub struct Cli {
