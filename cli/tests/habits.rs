@@ -352,6 +352,11 @@ fn zstd_spellings_of_the_commands() {
             "{out}"
         );
     }
+    fs::create_dir(d.join("one")).unwrap();
+    fs::copy(d.join("t9.sc"), d.join("one/t9.sc")).unwrap();
+    let run = ok(sc(d, &["-t", "one"], None));
+    let out = String::from_utf8_lossy(&run.stdout);
+    assert!(out.contains("total: 1 archive, 1 OK, 0 failed"), "{out}");
     fs::write(d.join("bad.sc"), b"not an archive").unwrap();
     let run = sc(d, &["-t", "bad.sc"], None);
     assert_eq!(run.status.code(), Some(1), "{}", stderr(&run));
@@ -811,7 +816,7 @@ fn archives_are_skipped_by_encode_unless_forced() {
         err.starts_with("sc: warning: a.safetensors.sc already ends in .sc: skipped"),
         "{err}"
     );
-    assert!(err.contains("1 files, 1 fast, 0 failed"), "{err}");
+    assert!(err.contains("1 file, 1 fast, 0 failed"), "{err}");
     assert!(d.join("b.safetensors.sc").is_file() && !d.join("a.safetensors.sc.sc").exists());
     // Every input skipped: exit 1.
     let run = sc(d, &["encode", "a.safetensors.sc", "b.safetensors.sc"], None);

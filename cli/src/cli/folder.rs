@@ -417,10 +417,10 @@ fn report(
     }
     let _ = writeln!(
         t,
-        "{:<width$} {total_in:>14} {total_out:>14} {:>7.2}%           {} files, {coded} {verb}, {failed} failed",
+        "{:<width$} {total_in:>14} {total_out:>14} {:>7.2}%           {}, {coded} {verb}, {failed} failed",
         "total",
         100.0 * total_out as f64 / total_in.max(1) as f64,
-        jobs.len()
+        super::text::count(jobs.len() as u64, "file")
     );
     if !quiet || failed > 0 {
         note(format_args!("{}", t.trim_end()));
