@@ -15,7 +15,7 @@ use crate::pipeline::decode::{
 };
 use crate::pipeline::pool::Pool;
 use crate::pipeline::refs::{Retained, Sources, Spans};
-use crate::pipeline::{ordered, Budget, Pools, DEFAULT_MEMORY};
+use crate::pipeline::{one_block_needs, ordered, Budget, Pools, DEFAULT_MEMORY};
 use crate::safetensors::{self, Header, TensorInfo};
 use std::collections::BTreeMap;
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -209,7 +209,10 @@ impl<R: Read + Seek + Send> Archive<R> {
             Kind::Generic => None,
         };
         let spans = spans_of(&header, &tensors)?;
-        let (budget, caching) = budget(DEFAULT_MEMORY, &header)?;
+        // The default budget takes one block in flight however large (a base's blocks of
+        // 64 MiB need more than the default).
+        let one = one_block_needs(header.block_size, header.refs.is_some());
+        let (budget, caching) = budget(DEFAULT_MEMORY.max(one), &header)?;
         Ok(Archive {
             stats: AccessStats::default(),
             input,
@@ -229,8 +232,9 @@ impl<R: Read + Seek + Send> Archive<R> {
     }
 
     /// Sets the memory budget for the blocks a read decodes at once
-    /// ([`DEFAULT_MEMORY`](crate::DEFAULT_MEMORY) after [`Archive::open`]); fails, leaving the
-    /// budget as it was, if one block does not fit ([`memory_needed`](crate::memory_needed)).
+    /// ([`DEFAULT_MEMORY`](crate::DEFAULT_MEMORY) after [`Archive::open`], or what one block
+    /// needs where that is more); fails, leaving the budget as it was, if one block does not
+    /// fit ([`memory_needed`](crate::memory_needed)).
     pub fn set_memory(&mut self, memory: u64) -> Result<()> {
         (self.budget, self.caching) = budget(memory, &self.header)?;
         self.pools = self.budget.pools();

@@ -44,6 +44,8 @@ pub struct Base {
 struct Inner {
     name: String,
     shards: Vec<Shard>,
+    /// The file each shard was opened from (none for a base in memory).
+    paths: Vec<PathBuf>,
     /// Every tensor by name: its shard, its header entry, and where its bytes start (the file
     /// offset for a safetensors shard, the original file's offset for an archive).
     tensors: HashMap<String, (usize, TensorInfo, u64)>,
@@ -100,11 +102,27 @@ fn shard_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     Ok(())
 }
 
+/// Refuses anything but a regular file as a shard: opening a FIFO would wait for a writer,
+/// and a device has no fixed bytes to code against.
+fn regular(path: &Path, meta: &std::fs::Metadata) -> Result<()> {
+    match meta.is_file() {
+        true => Ok(()),
+        false => Err(bad(path, "not a regular file or a folder")),
+    }
+}
+
 /// Opens one file of a base: an archive (by its magic bytes) or a safetensors file. Returns
 /// the shard and its tensors with where their bytes start.
 fn open_shard(path: &Path) -> Result<(Shard, Vec<(TensorInfo, u64)>)> {
+    // Checked before opening, which blocks on a FIFO, and again on the file opened.
+    regular(
+        path,
+        &std::fs::metadata(path).map_err(|e| bad(path, e.to_string()))?,
+    )?;
     let file = File::open(path).map_err(|e| bad(path, e.to_string()))?;
-    let len = file.metadata()?.len();
+    let meta = file.metadata().map_err(|e| bad(path, e.to_string()))?;
+    regular(path, &meta)?;
+    let len = meta.len();
     let mut first = [0u8; 8];
     let got = len.min(8) as usize;
     file.read_exact_at(&mut first[..got], 0)?;
@@ -134,35 +152,6 @@ fn open_shard(path: &Path) -> Result<(Shard, Vec<(TensorInfo, u64)>)> {
     }
     let tensors = safetensors_tensors(path, &file, len)?;
     Ok((Shard::Safetensors(file), tensors))
-}
-
-/// The XXH3-128 of bytes `range` of `file`, hashed through memory maps of [`DIGEST_CHUNK`]
-/// bytes at a time, which saves copying them (each map is gone before the next, so residency
-/// stays at one). `None` where the file cannot be mapped.
-// Mapping a file is unsafe in Rust whatever the use; `pipeline::mapped` is the one other place
-// that does.
-#[allow(unsafe_code)]
-fn hash_mapped(file: &File, range: std::ops::Range<u64>) -> Option<u128> {
-    /// Maps start at multiples of this: a multiple of the page size on every platform.
-    const ALIGN: u64 = 64 << 10;
-    let mut h = twox_hash::XxHash3_128::new();
-    let mut at = range.start;
-    while at < range.end {
-        let start = at / ALIGN * ALIGN;
-        let len = (range.end - start).min(DIGEST_CHUNK as u64);
-        // SAFETY: the map is only read; as for every reader of mapped files, another process
-        // truncating the base while it is read can end this one with SIGBUS.
-        let map = unsafe {
-            memmap2::MmapOptions::new()
-                .offset(start)
-                .len(len as usize)
-                .populate()
-                .map(file)
-        };
-        h.write(&map.ok()?[(at - start) as usize..]);
-        at = start + len;
-    }
-    Some(h.finish_128())
 }
 
 /// The tensors of the safetensors file `file` of `len` bytes (at `path`, for errors), with
@@ -199,12 +188,19 @@ impl Base {
         Ok(Base::from_shards(
             name.to_string(),
             vec![Shard::Memory(bytes)],
+            Vec::new(),
             vec![tensors],
         ))
     }
 
-    /// A base of `shards`, whose tensors are `tensors` (by shard); names are unique.
-    fn from_shards(name: String, shards: Vec<Shard>, tensors: Vec<Vec<(TensorInfo, u64)>>) -> Base {
+    /// A base of `shards` (opened from `paths`), whose tensors are `tensors` (by shard); names
+    /// are unique.
+    fn from_shards(
+        name: String,
+        shards: Vec<Shard>,
+        paths: Vec<PathBuf>,
+        tensors: Vec<Vec<(TensorInfo, u64)>>,
+    ) -> Base {
         let tensors = tensors
             .into_iter()
             .enumerate()
@@ -217,6 +213,7 @@ impl Base {
             inner: Arc::new(Inner {
                 name,
                 shards,
+                paths,
                 tensors,
                 digests: Mutex::new(HashMap::new()),
             }),
@@ -242,7 +239,10 @@ impl Base {
                 }
                 files
             }
-            false => vec![path.to_path_buf()],
+            false => {
+                regular(path, &meta)?;
+                vec![path.to_path_buf()]
+            }
         };
         let mut shards = Vec::with_capacity(files.len());
         let mut tensors = Vec::with_capacity(files.len());
@@ -270,7 +270,14 @@ impl Base {
             || path.display().to_string(),
             |n| n.to_string_lossy().into(),
         );
-        Ok(Base::from_shards(name, shards, tensors))
+        Ok(Base::from_shards(name, shards, files, tensors))
+    }
+
+    /// The files the base was opened from: the file given, or the shards found in the folder
+    /// (none for a base in memory). Writing over one of them while an archive needs the base
+    /// loses the base.
+    pub fn files(&self) -> &[PathBuf] {
+        &self.inner.paths
     }
 
     /// The base's file or folder name: what an archive coded against it records, and what
@@ -307,7 +314,9 @@ impl Base {
         }
         let at = start + offset;
         match &self.inner.shards[*shard] {
-            Shard::Safetensors(file) => Ok(file.read_exact_at(out, at)?),
+            Shard::Safetensors(file) => file
+                .read_exact_at(out, at)
+                .map_err(|e| bad(&self.inner.paths[*shard], e.to_string())),
             Shard::Memory(bytes) => Ok((&bytes[..]).read_exact_at(out, at)?),
             Shard::Archive { file, idle } => {
                 let free = idle.lock().ok().and_then(|mut v| v.pop());
@@ -338,17 +347,14 @@ impl Base {
         let Some((shard, t, start)) = self.inner.tensors.get(name) else {
             return Err(Error::NoSuchTensor(name.to_string()));
         };
-        let mapped = match &self.inner.shards[*shard] {
-            Shard::Safetensors(file) => hash_mapped(file, *start..start + t.len()),
+        // Positioned reads, never a map: another process may truncate the file meanwhile,
+        // which is then an error rather than SIGBUS.
+        let d = match &self.inner.shards[*shard] {
             Shard::Memory(bytes) => {
                 let t = &bytes[*start as usize..(start + t.len()) as usize];
-                Some(twox_hash::XxHash3_128::oneshot(t))
+                twox_hash::XxHash3_128::oneshot(t)
             }
-            Shard::Archive { .. } => None,
-        };
-        let d = match mapped {
-            Some(d) => d,
-            None => {
+            Shard::Safetensors(_) | Shard::Archive { .. } => {
                 let len = t.len();
                 let mut h = twox_hash::XxHash3_128::new();
                 let mut buf = vec![0u8; (len as usize).min(DIGEST_CHUNK)];
@@ -366,6 +372,20 @@ impl Base {
             m.insert(name.to_string(), d);
         }
         Ok(d)
+    }
+
+    /// The error for the base tensor `name`, whose bytes changed while an encode read them.
+    pub(crate) fn changed(&self, name: &str) -> Error {
+        let file = self
+            .inner
+            .tensors
+            .get(name)
+            .and_then(|(k, _, _)| self.inner.paths.get(*k));
+        let base = match file {
+            Some(f) => f.display().to_string(),
+            None => format!("{:?}", self.name()),
+        };
+        Error::Changed(format!("the base {base} (its tensor {name:?})"))
     }
 
     /// Computes the digests of the tensors `names`, several at a time.

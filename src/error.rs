@@ -69,7 +69,7 @@ pub enum Error {
     },
     /// The base given is not the one the archive was coded against: a tensor it needs is
     /// missing from it or holds other bytes.
-    #[error("the base {given:?} is not the base {needed:?} this was coded against: {reason}")]
+    #[error("{}", base_mismatch(given, needed, reason))]
     BaseMismatch {
         /// The name of the base given.
         given: String,
@@ -78,6 +78,11 @@ pub enum Error {
         /// Which tensor does not match, and how.
         reason: String,
     },
+    /// A file changed while an encode read it (another process wrote it): the bytes a tensor
+    /// was coded against are not those the archive would record for it, so no archive is
+    /// made. Says which file and tensor.
+    #[error("{0} changed while it was being read")]
+    Changed(String),
     /// A file or folder cannot serve as a base ([`crate::Base::open`]).
     #[error("cannot use {path} as a base: {reason}")]
     BadBase {
@@ -86,6 +91,20 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+}
+
+/// The text of [`Error::BaseMismatch`]: a base of the name recorded has most likely been
+/// changed since, which "the base X is not the base X" would not say.
+fn base_mismatch(given: &str, needed: &str, reason: &str) -> String {
+    match given == needed {
+        true => format!(
+            "the base {given:?} is not the one this was coded against (a base of the same \
+             name, changed since?): {reason}"
+        ),
+        false => format!(
+            "the base {given:?} is not the base {needed:?} this was coded against: {reason}"
+        ),
+    }
 }
 
 /// Shorthand for results of this crate.

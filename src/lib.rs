@@ -116,6 +116,9 @@ mod error;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod fuzz;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod hook;
 #[cfg(feature = "lab")]
 pub mod lab;
 mod stream;

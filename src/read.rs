@@ -43,35 +43,54 @@ impl ReadAt for &[u8] {
     }
 }
 
+/// What a read past the end of a file means here: every file is read within the length it had
+/// when it was opened, so it has shrunk since (another process truncated or rewrote it).
+fn shrank(e: io::Error) -> io::Error {
+    match e.kind() {
+        io::ErrorKind::UnexpectedEof => io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "the file shrank while it was being read",
+        ),
+        _ => e,
+    }
+}
+
 impl ReadAt for std::fs::File {
-    #[cfg(unix)]
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        std::os::unix::fs::FileExt::read_exact_at(self, buf, offset)
+        file_read_exact_at(self, buf, offset).map_err(shrank)
     }
+}
 
-    #[cfg(windows)]
-    fn read_exact_at(&self, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
-        while !buf.is_empty() {
-            match std::os::windows::fs::FileExt::seek_read(self, buf, offset) {
-                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-                Ok(n) => {
-                    buf = &mut buf[n..];
-                    offset += n as u64;
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
+/// [`ReadAt::read_exact_at`] on a file, as the platform does it.
+#[cfg(unix)]
+fn file_read_exact_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
+}
+
+/// [`ReadAt::read_exact_at`] on a file, as the platform does it.
+#[cfg(windows)]
+fn file_read_exact_at(file: &std::fs::File, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
+    while !buf.is_empty() {
+        match std::os::windows::fs::FileExt::seek_read(file, buf, offset) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => {
+                buf = &mut buf[n..];
+                offset += n as u64;
             }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
         }
-        Ok(())
     }
+    Ok(())
+}
 
-    #[cfg(not(any(unix, windows)))]
-    fn read_exact_at(&self, _: &mut [u8], _: u64) -> io::Result<()> {
-        Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            "positioned reads are not supported on this platform",
-        ))
-    }
+/// [`ReadAt::read_exact_at`] on a file, as the platform does it.
+#[cfg(not(any(unix, windows)))]
+fn file_read_exact_at(_: &std::fs::File, _: &mut [u8], _: u64) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "positioned reads are not supported on this platform",
+    ))
 }
 
 /// A reader and seeker of a shared file at a position of its own (positioned reads), so that

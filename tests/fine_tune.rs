@@ -733,3 +733,173 @@ fn the_memory_budget_counts_the_base_bytes() {
     refused(decode_to_vec(&archive, &decoding(plain)));
     assert!(decode_to_vec(&archive, &decoding(needed)).unwrap() == tune);
 }
+
+/// `bytes` written over the file `path` at `at`, in place (the same file, as another process
+/// writing it would).
+fn write_in_place(path: &Path, at: u64, bytes: &[u8]) {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    f.write_all_at(bytes, at).unwrap();
+}
+
+/// The excerpt's base copied into `dir` (another process may change the copy).
+fn base_copy(dir: &Path) -> PathBuf {
+    let path = dir.join("base.safetensors");
+    std::fs::copy(BASE, &path).unwrap();
+    path
+}
+
+#[test]
+fn a_base_truncated_while_in_use_is_an_error_naming_it_not_a_crash() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = base_copy(tmp.path());
+    let tune = read(TUNE);
+    let archive = encode_to_vec(&tune, &against(&Base::open(BASE).unwrap(), Mode::Fast)).unwrap();
+    // Opened (headers read), then cut short before its tensors are read: encoding and
+    // decoding against it read past its new end, which a map of it would have faulted on.
+    let for_encode = Base::open(&path).unwrap();
+    let for_decode = Base::open(&path).unwrap();
+    let len = std::fs::metadata(&path).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(len / 2)
+        .unwrap();
+    let encoded = encode_to_vec(&tune, &against(&for_encode, Mode::Fast));
+    let decoded = decode_to_vec(&archive, &with(&for_decode));
+    for e in [encoded.err(), decoded.err()] {
+        let e = e.expect("the truncated base went unnoticed");
+        let msg = e.to_string();
+        assert!(matches!(e, Error::BadBase { .. }), "{msg}");
+        assert!(msg.contains(&path.display().to_string()), "{msg}");
+        assert!(msg.contains("shrank while it was being read"), "{msg}");
+    }
+}
+
+#[test]
+fn a_fifo_or_device_is_refused_as_a_base_without_opening_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fifo = tmp.path().join("fifo");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    // Opening a FIFO waits for a writer: a thread, so that a hang fails the test instead of
+    // stalling it.
+    for path in [fifo, PathBuf::from("/dev/null")] {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let p = path.clone();
+        std::thread::spawn(move || tx.send(Base::open(&p).map(|_| ()).map_err(|e| e.to_string())));
+        let got = rx.recv_timeout(std::time::Duration::from_secs(30));
+        let msg = got.expect("Base::open blocked").unwrap_err();
+        assert!(msg.contains("not a regular file or a folder"), "{msg}");
+        assert!(msg.contains(&path.display().to_string()), "{msg}");
+    }
+}
+
+#[test]
+fn a_base_changed_in_place_during_an_encode_fails_it_naming_the_tensor() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = base_copy(tmp.path());
+    let tune = read(TUNE);
+    let bytes = read(BASE);
+    let (name, range) = tensor_ranges(&bytes)[3].clone();
+    let base = Base::open(&path).unwrap();
+    // Unchanged, the same encode goes through.
+    encode_to_vec(&tune, &against(&base, Mode::Fast)).unwrap();
+    for mode in [Mode::Fast, Mode::Best] {
+        // A fresh base, so that its digests are taken again; changed once they are, before
+        // its bytes are read for coding.
+        std::fs::copy(BASE, &path).unwrap();
+        let base = Base::open(&path).unwrap();
+        let at = range.start as u64 + 7;
+        let (p, byte) = (path.clone(), bytes[at as usize] ^ 0x10);
+        sc::hook::set(move |point| {
+            if point == sc::hook::Point::Planned {
+                write_in_place(&p, at, &[byte]);
+            }
+        });
+        let got = encode_to_vec(&tune, &against(&base, mode));
+        sc::hook::clear();
+        let Err(e) = got else {
+            panic!("the encode went through")
+        };
+        let msg = e.to_string();
+        assert!(matches!(e, Error::Changed(_)), "{msg}");
+        assert!(msg.contains(&format!("{name:?}")), "{msg}");
+        assert!(msg.contains(&path.display().to_string()), "{msg}");
+    }
+}
+
+#[test]
+fn a_repeated_tensor_changed_during_an_encode_fails_it_naming_both() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (file, _) = sample_with_tied_copy();
+    let path = tmp.path().join("tied.safetensors");
+    let ranges = tensor_ranges(&file);
+    let source = ranges
+        .iter()
+        .find(|(n, _)| n == "embeddings.word_embeddings.weight")
+        .unwrap()
+        .1
+        .clone();
+    for mode in [Mode::Fast, Mode::Best] {
+        std::fs::write(&path, &file).unwrap();
+        // The source's blocks are read (and stored) as they are; then it changes, before the
+        // repeat is coded against it.
+        let at = source.start as u64 + 11;
+        let (p, end, byte) = (path.clone(), source.end as u64, file[at as usize] ^ 0x40);
+        let mut done = false;
+        sc::hook::set(move |point| {
+            if let sc::hook::Point::Read { end: read } = point {
+                if read >= end && !done {
+                    write_in_place(&p, at, &[byte]);
+                    done = true;
+                }
+            }
+        });
+        let opts = EncodeOptions {
+            block_size: 64 << 10,
+            ..EncodeOptions::new(mode)
+        };
+        let f = std::fs::File::open(&path).unwrap();
+        let mut archive = Vec::new();
+        let got = encode_file(&f, &mut archive, &opts);
+        sc::hook::clear();
+        let Err(e) = got else {
+            panic!("the encode went through")
+        };
+        let msg = e.to_string();
+        assert!(msg.contains("\"lm_head.weight\""), "{msg}");
+        assert!(
+            msg.contains("\"embeddings.word_embeddings.weight\""),
+            "{msg}"
+        );
+        assert!(msg.contains("changed while it was being read"), "{msg}");
+    }
+}
+
+#[test]
+fn an_input_that_shrinks_during_an_encode_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("tune.safetensors");
+    std::fs::copy(TUNE, &path).unwrap();
+    let len = std::fs::metadata(&path).unwrap().len();
+    let p = path.clone();
+    sc::hook::set(move |point| {
+        if point == sc::hook::Point::Planned {
+            let f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+            f.set_len(len / 2).unwrap();
+        }
+    });
+    let f = std::fs::File::open(&path).unwrap();
+    let got = encode_file(&f, std::io::sink(), &EncodeOptions::default());
+    sc::hook::clear();
+    let msg = got.unwrap_err().to_string();
+    assert!(
+        msg.contains("the file shrank while it was being read"),
+        "{msg}"
+    );
+}

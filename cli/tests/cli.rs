@@ -903,3 +903,115 @@ fn list_and_info_escape_control_characters() {
     assert!(list.contains("x\\u{1b}[2J\\r\\n\\u{9b}more"), "{list}");
     assert!(list.contains("Q\\u{1b}[1m"), "{list}");
 }
+
+/// Threads that cannot start (a thread stack larger than any address space) give one line
+/// that says why once: the pool's error is its own source as well.
+#[test]
+fn threads_that_cannot_start_are_said_once() {
+    let (dir, _) = workdir();
+    let out = Command::new(env!("CARGO_BIN_EXE_sc"))
+        .args(["encode", "-T", "2", "model.safetensors"])
+        .current_dir(dir.path())
+        .env("RUST_MIN_STACK", (1u64 << 62).to_string())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with("sc: error: cannot start 2 worker threads: ") && err.lines().count() == 1,
+        "{err}"
+    );
+    let cause = err.trim_end().rsplit(": ").next().unwrap();
+    assert_eq!(err.matches(cause).count(), 1, "{err}");
+    assert!(!dir.path().join("model.safetensors.sc").exists());
+}
+
+/// Names and dtypes longer than `format!`'s widths reach (65,535 characters) are listed in
+/// columns like any other.
+#[test]
+fn list_takes_names_of_any_length() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (name, dtype) = ("n".repeat(70_000), "D".repeat(66_000));
+    let st = common::safetensors(
+        &[
+            (name.as_str(), "BF16", vec![2], vec![1, 2, 3, 4]),
+            ("y", dtype.as_str(), vec![4], vec![5, 6, 7, 8]),
+        ],
+        0,
+        "{}",
+    );
+    std::fs::write(d.join("long.safetensors"), st).unwrap();
+    sc(d, &["encode", "-q", "long.safetensors"]).ok();
+    let run = sc(d, &["list", "long.safetensors.sc"]);
+    let out = run.ok().stdout_text();
+    let row = |first: &str| {
+        out.lines()
+            .find(|l| l.starts_with(first))
+            .unwrap_or_else(|| panic!("no row for {}", &first[..1]))
+            .to_string()
+    };
+    assert!(row(&name).starts_with(&format!("{name}  BF16 ")));
+    let y = row("y ");
+    assert_eq!(y.find("  D"), Some(name.len()), "y's dtype column");
+    assert!(y.contains(&format!("  {dtype}  [4]")));
+    assert_eq!(sc(d, &["info", "long.safetensors.sc"]).code, Some(0));
+}
+
+/// An archive of no blocks whose kept safetensors header is `json`: only a crafted archive
+/// keeps a header that is not a tensor list, nested as deep as it likes.
+fn archive_with_header(json: &str) -> Vec<u8> {
+    use sc::container::{FileHeader, Footer};
+    let mut prefix = (json.len() as u64).to_le_bytes().to_vec();
+    prefix.extend_from_slice(json.as_bytes());
+    let (mode, kind) = (sc::Mode::Fast, sc::Kind::Safetensors);
+    let header = FileHeader::new(mode, kind, 1 << 20, prefix.clone(), false, None, false);
+    let mut archive = Vec::new();
+    header.write(&mut archive).unwrap();
+    let footer = Footer {
+        end_offset: archive.len() as u64,
+        index: Vec::new(),
+        original_len: prefix.len() as u64,
+        md5: [0; 16],
+    };
+    footer.write(&mut archive).unwrap();
+    archive
+}
+
+/// `sc info --header` prints at most 8 bytes for each byte of the header, however deep it
+/// nests (indentation grew with the depth, the output with its square), and what it prints of
+/// a header in JSON means the same JSON.
+#[test]
+fn info_header_stays_within_8_times_the_header() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let deep = 4000;
+    let within = |json: &str| {
+        std::fs::write(d.join("h.sc"), archive_with_header(json)).unwrap();
+        let run = sc(d, &["info", "--header", "h.sc"]);
+        let out = run.ok().stdout_text();
+        let printed = &out[out.find("\nheader:\n").expect("a header: line") + 9..];
+        assert!(
+            printed.len() <= 8 * json.len() + 1,
+            "{} bytes printed for a header of {}",
+            printed.len(),
+            json.len()
+        );
+        assert!(!printed.chars().any(|c| c.is_control() && c != '\n'));
+        printed.to_string()
+    };
+    within(&("[".repeat(deep) + &"]".repeat(deep)));
+    within(&("{\"a\":".repeat(deep) + "1" + &"}".repeat(deep)));
+    // The most each byte can give: commas and brackets at the deepest indented level, control
+    // characters (not JSON) escaped.
+    within(&format!("[[[{}[[[]]]]]]", "\u{1},".repeat(500)));
+    within(&format!(
+        "{{\"a\":{{\"b\":[{}]}}}}",
+        "{\"c\":[[{},{}]]},".repeat(300)
+    ));
+    let json = r#"{"a":{"b":{"c":{"d":[1,{"e":"x, y: \"z\""},[]],"f":{}}}},"g":[[1,2],[3]]}"#;
+    let value = |j: &str| serde_json::from_str::<serde_json::Value>(j).unwrap();
+    assert_eq!(value(&within(json)), value(json));
+    // A million levels print as fast as any header of 2 MB.
+    within(&("[".repeat(1 << 20) + &"]".repeat(1 << 20)));
+}

@@ -23,6 +23,21 @@ fn pair(dir: &Path) -> (PathBuf, PathBuf) {
     (b, t)
 }
 
+/// The excerpt pair copied into `dir`, the tune encoded against the base as `t.sc`.
+fn encoded_pair(dir: &Path) -> (PathBuf, PathBuf) {
+    let files = pair(dir);
+    let args = [
+        "encode",
+        "--base",
+        "base.safetensors",
+        "tune.safetensors",
+        "-o",
+        "t.sc",
+    ];
+    ok(sc(dir, &args, None));
+    files
+}
+
 fn text(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
@@ -141,19 +156,7 @@ fn encode_decode_verify_extract_with_the_base() {
 fn a_missing_wrong_truncated_or_changed_base_is_one_line_and_no_output() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
-    let (base, tune) = pair(d);
-    ok(sc(
-        d,
-        &[
-            "encode",
-            "--base",
-            "base.safetensors",
-            "tune.safetensors",
-            "-o",
-            "t.sc",
-        ],
-        None,
-    ));
+    let (base, tune) = encoded_pair(d);
     let bytes = fs::read(&base).unwrap();
     // Wrong: the tune as its own base. Changed: one bit of one tensor. Truncated: cut short.
     fs::copy(&tune, d.join("wrong.safetensors")).unwrap();
@@ -435,4 +438,369 @@ fn several_inputs_json_help_and_man_page_know_the_base() {
     assert!(man.is_empty());
     let page = fs::read_to_string(d.join("man/sc-encode.1")).unwrap();
     assert!(page.contains("\\-\\-base"), "{page}");
+}
+
+/// A base whose name holds control characters is shown by `info` and `list` with each escaped
+/// once (`\u{1b}`), not its escape escaped again.
+#[test]
+fn a_base_name_with_control_characters_is_escaped_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let (b, _) = pair(d);
+    let name = "b\u{1b}[2Jase\r.safetensors";
+    fs::rename(b, d.join(name)).unwrap();
+    ok(sc(
+        d,
+        &[
+            "encode",
+            "-q",
+            "--base",
+            name,
+            "tune.safetensors",
+            "-o",
+            "t.sc",
+        ],
+        None,
+    ));
+    let shown = "\"b\\u{1b}[2Jase\\r.safetensors\"";
+    for cmd in ["info", "list"] {
+        let out = text(&ok(sc(d, &[cmd, "t.sc"], None)));
+        assert!(out.contains(shown), "{cmd}: {out}");
+        assert!(!out.contains("\\\\"), "{cmd}: {out}");
+    }
+}
+
+/// At the default memory budget blocks in flight shrink to one whatever the block size: a
+/// fine-tune coded against its base in 64 MiB blocks, one of which in flight needs more than
+/// the default 256 MiB, encodes, decodes, verifies and extracts. A `--memory` too small says
+/// what one block needs in the terms README counts it in.
+#[test]
+fn a_base_with_64_mib_blocks_works_at_the_default_memory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    pair(d);
+    let with_base = |args: &[&str]| {
+        let mut all = vec![args[0], "-q", "--base", "base.safetensors"];
+        all.extend_from_slice(&args[1..]);
+        sc(d, &all, None)
+    };
+    ok(with_base(&[
+        "encode",
+        "-b",
+        "64M",
+        "tune.safetensors",
+        "-o",
+        "t.sc",
+    ]));
+    ok(with_base(&["decode", "t.sc", "-o", "t.out"]));
+    assert_eq!(fs::read(d.join("t.out")).unwrap(), fs::read(TUNE).unwrap());
+    ok(with_base(&["verify", "t.sc", "tune.safetensors"]));
+    let name = "encoder.layer.0.attention.self.query.weight";
+    ok(with_base(&[
+        "extract",
+        "-t",
+        name,
+        "t.sc",
+        "-o",
+        "q.safetensors",
+    ]));
+    ok(sc(d, &["list", "t.sc"], None));
+    let err = fails(
+        with_base(&["decode", "--memory", "100M", "t.sc", "-o", "t2.out"]),
+        "too small for blocks of 67108864 bytes coded against a base or repeated tensors",
+    );
+    // "... needs N MiB: 4.5 block sizes of buffers (288 MiB) and F MiB for the program ..."
+    let number = |after: &str| -> f64 {
+        let at = err
+            .find(after)
+            .unwrap_or_else(|| panic!("{after:?} not in {err}"))
+            + after.len();
+        let digits = err[at..].split(|c: char| !c.is_ascii_digit() && c != '.');
+        digits.into_iter().next().unwrap().parse().unwrap()
+    };
+    let (need, blocks) = (number("needs "), number("MiB: "));
+    let (buffers, fixed) = (number("buffers ("), number("MiB) and "));
+    assert_eq!(blocks, 4.5, "{err}");
+    assert_eq!(buffers, 4.5 * 64.0, "{err}");
+    assert!(
+        need >= buffers + fixed && need < buffers + fixed + 1.0,
+        "{err}"
+    );
+    let readme = fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let readme = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    for says in [
+        "4.5 with `--base` or repeated tensors",
+        "a run needs 24 MiB besides and 128 KiB per worker thread",
+    ] {
+        assert!(readme.contains(says), "README lacks {says:?}");
+    }
+    assert!(fixed >= 24.0, "{err}");
+}
+
+/// The names in `dir`, sorted.
+fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn rm_never_deletes_or_overwrites_the_base_its_archives_need() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    // A folder holding the base and its tune, the base given inside it: the base is coded
+    // without itself and kept; the tune against it, and removed.
+    fs::create_dir(d.join("models")).unwrap();
+    pair(&d.join("models"));
+    let out = ok(sc(
+        d,
+        &[
+            "encode",
+            "--base",
+            "models/base.safetensors",
+            "models",
+            "--rm",
+        ],
+        None,
+    ));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("models/base.safetensors is the base: coded without it, and kept"),
+        "{err}"
+    );
+    assert_eq!(
+        names(&d.join("models")),
+        [
+            "base.safetensors",
+            "base.safetensors.sc",
+            "tune.safetensors.sc"
+        ]
+    );
+    assert_eq!(
+        fs::read(d.join("models/base.safetensors")).unwrap(),
+        fs::read(BASE).unwrap()
+    );
+    ok(sc(
+        d,
+        &["decode", "models/base.safetensors.sc", "-o", "b"],
+        None,
+    ));
+    assert_eq!(fs::read(d.join("b")).unwrap(), fs::read(BASE).unwrap());
+    ok(sc(
+        d,
+        &[
+            "decode",
+            "--base",
+            "models/base.safetensors",
+            "models/tune.safetensors.sc",
+            "-o",
+            "t",
+        ],
+        None,
+    ));
+    assert_eq!(fs::read(d.join("t")).unwrap(), fs::read(TUNE).unwrap());
+
+    // A folder (of shards) as its own base: every file is part of it, coded without it, kept.
+    shard(&fs::read(BASE).unwrap(), &d.join("own"), 4);
+    let shards = names(&d.join("own"));
+    let out = ok(sc(d, &["encode", "--base", "own", "own", "--rm"], None));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("is part of the base own: coded without it"),
+        "{err}"
+    );
+    let mut all: Vec<String> = shards
+        .iter()
+        .flat_map(|s| [s.clone(), format!("{s}.sc")])
+        .collect();
+    all.sort();
+    assert_eq!(names(&d.join("own")), all);
+    for s in &shards {
+        let info = text(&ok(sc(d, &["info", &format!("own/{s}.sc")], None)));
+        assert!(!info.contains("coded against"), "{info}");
+    }
+
+    // A file as its own base (by another path to it), and outputs over the base or over the
+    // archive serving as base: refused, nothing written.
+    let (base, tune) = pair(d);
+    fs::copy(BASE, d.join("b.safetensors")).unwrap();
+    ok(sc(d, &["encode", "b.safetensors"], None));
+    let b_sc = fs::read(d.join("b.safetensors.sc")).unwrap();
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["--base", "./base.safetensors", "base.safetensors", "--rm"],
+            "it cannot be coded against itself",
+        ),
+        (
+            &[
+                "--base",
+                "base.safetensors",
+                "tune.safetensors",
+                "-o",
+                "./base.safetensors",
+                "-f",
+            ],
+            "writing over it would lose the base",
+        ),
+        (
+            &[
+                "--base",
+                "b.safetensors.sc",
+                "tune.safetensors",
+                "-o",
+                "b.safetensors.sc",
+                "-f",
+            ],
+            "writing over it would lose the base",
+        ),
+        // Several inputs: refused before the first is written.
+        (
+            &[
+                "--base",
+                "b.safetensors.sc",
+                "tune.safetensors",
+                "b.safetensors",
+                "-f",
+            ],
+            "writing over it would lose the base",
+        ),
+    ];
+    let before = names(d);
+    for (args, why) in cases {
+        let mut all = vec!["encode"];
+        all.extend_from_slice(args);
+        fails(sc(d, &all, None), why);
+        assert_eq!(names(d), before, "{args:?}");
+    }
+    assert_eq!(fs::read(&base).unwrap(), fs::read(BASE).unwrap());
+    assert_eq!(fs::read(&tune).unwrap(), fs::read(TUNE).unwrap());
+    assert_eq!(fs::read(d.join("b.safetensors.sc")).unwrap(), b_sc);
+}
+
+/// A shared library for LD_PRELOAD that, at the first fsync (the output synced before
+/// `--rm`'s verification, once the encode is done), renames `$SC_SWAP_FROM` over
+/// `$SC_SWAP_TO`: the base replaced by another process at the worst moment.
+const SWAP_SHIM: &str = r#"
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static int swapped;
+
+int fsync(int fd) {
+    const char *from = getenv("SC_SWAP_FROM"), *to = getenv("SC_SWAP_TO");
+    if (!swapped && from && to) {
+        swapped = 1;
+        rename(from, to);
+    }
+    return ((int (*)(int))dlsym(RTLD_NEXT, "fsync"))(fd);
+}
+"#;
+
+#[cfg(target_os = "linux")]
+#[test]
+fn rm_verifies_against_the_base_on_disk_and_keeps_the_tune_when_it_changed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let (base, tune) = pair(d);
+    let shim = common::compile_c(d, "swap.so", SWAP_SHIM, &["-shared", "-fPIC", "-ldl"]);
+    let bytes = fs::read(BASE).unwrap();
+    let mut changed = bytes.clone();
+    let (name, range) = tensor_ranges(&bytes)[3].clone();
+    changed[range.start + 7] ^= 0x10;
+    fs::write(d.join("changed"), &changed).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sc"))
+        .args([
+            "encode",
+            "--base",
+            "base.safetensors",
+            "tune.safetensors",
+            "--rm",
+        ])
+        .current_dir(d)
+        .env("LD_PRELOAD", &shim)
+        .env("SC_SWAP_FROM", d.join("changed"))
+        .env("SC_SWAP_TO", &base)
+        .output()
+        .unwrap();
+    assert_eq!(fs::read(&base).unwrap(), changed, "the shim did not run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("before --rm") && err.contains(&format!("{name:?}")),
+        "{err}"
+    );
+    // The message does not call the base by its own name another base.
+    assert!(
+        !err.contains("is not the base \"base.safetensors\""),
+        "{err}"
+    );
+    assert_eq!(fs::read(&tune).unwrap(), fs::read(TUNE).unwrap());
+    // The archive stays (sound, against the base that was replaced); decoding it with the
+    // changed file of the same name says which tensor differs.
+    let args = [
+        "decode",
+        "--base",
+        "base.safetensors",
+        "tune.safetensors.sc",
+        "-o",
+        "x",
+    ];
+    let err = fails(
+        sc(d, &args, None),
+        &format!("its tensor {name:?} holds other bytes"),
+    );
+    assert!(
+        err.contains("is not the one this was coded against"),
+        "{err}"
+    );
+}
+
+/// Runs `sc args...` in `dir`, failing the test if it is still running after a minute (a hang)
+/// instead of waiting for it forever.
+fn sc_or_hang(dir: &Path, args: &[&str]) -> std::process::Output {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_sc"))
+        .args(args)
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(60) {
+            child.kill().unwrap();
+            panic!("sc {args:?} hung");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_fifo_as_base_is_refused_in_one_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    encoded_pair(d);
+    assert!(std::process::Command::new("mkfifo")
+        .arg(d.join("fifo"))
+        .status()
+        .unwrap()
+        .success());
+    for args in [
+        &["encode", "--base", "fifo", "tune.safetensors", "-o", "x.sc"][..],
+        &["decode", "--base", "fifo", "t.sc", "-o", "x"],
+        &["verify", "--base", "fifo", "t.sc"],
+    ] {
+        fails(
+            sc_or_hang(d, args),
+            "cannot use fifo as a base: not a regular file or a folder",
+        );
+        assert!(!d.join("x.sc").exists() && !d.join("x").exists());
+    }
 }

@@ -358,3 +358,48 @@ fn random_clashing_layouts_lose_nothing() {
         }
     }
 }
+
+/// Entries of a folder that are neither regular files nor folders (a FIFO, a link to a
+/// device, a dangling link, a link to a folder) are left out of a mirror and of an in-place
+/// run, each named in one note that says what it is; `-q` keeps quiet.
+#[test]
+fn special_files_are_left_out_with_a_note_each() {
+    let tmp = tempfile::tempdir().unwrap();
+    let m = model(tmp.path());
+    let fifo = m.join("sub/queue.safetensors");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.unwrap().success());
+    std::os::unix::fs::symlink("/dev/null", m.join("null.safetensors")).unwrap();
+    std::os::unix::fs::symlink("missing", m.join("gone.safetensors")).unwrap();
+    std::os::unix::fs::symlink("/tmp", m.join("tmp")).unwrap();
+    let notes = |out: &std::process::Output| -> Vec<String> {
+        String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .filter(|l| l.starts_with("sc: note: skipping "))
+            .map(String::from)
+            .collect()
+    };
+    let out = ok(sc(tmp.path(), &["encode", "model", "-o", "mirror"], None));
+    let said = notes(&out);
+    let expect = [
+        ("gone.safetensors", "a dangling link"),
+        ("null.safetensors", "a link to a character device"),
+        ("sub/queue.safetensors", "a FIFO"),
+        ("tmp", "a link to a folder (not followed)"),
+    ];
+    assert_eq!(said.len(), expect.len(), "{said:?}");
+    for ((name, what), line) in expect.iter().zip(&said) {
+        let path = Path::new("model").join(name).display().to_string();
+        assert!(line.contains(&format!("skipping {path}: {what}")), "{line}");
+    }
+    assert!(!tmp.path().join("mirror/tmp").exists());
+    // In place, only what would be coded: the link to a folder is no weights file.
+    let out = ok(sc(tmp.path(), &["encode", "model"], None));
+    assert_eq!(notes(&out).len(), 3, "{:?}", notes(&out));
+    let out = ok(sc(tmp.path(), &["encode", "-q", "-f", "model"], None));
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import struct
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -254,3 +258,47 @@ def test_repeated_tensors_and_a_base(tied, tmp_path):
             assert torch.equal(f.get_tensor(name), state[name])
     run_sc("decode", "-q", "--base", BASE, archive, "-o", tmp_path / "cli.safetensors")
     assert (tmp_path / "cli.safetensors").read_bytes() == path.read_bytes()
+
+
+def in_child(script: str) -> subprocess.CompletedProcess:
+    """Runs `script` in an interpreter of its own, so that a crash or a hang there fails the
+    test instead of pytest."""
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_a_base_truncated_while_in_use_raises_naming_it(tune_archive, tmp_path):
+    # Opened with the archive, cut short before the tensor coded against it is read: an
+    # error naming the base, never SIGBUS killing the interpreter.
+    base = tmp_path / "base.safetensors"
+    shutil.copy(BASE, base)
+    r = in_child(f"""
+        import os, sc
+        with sc.safe_open({str(tune_archive)!r}, framework="np", base={str(base)!r}) as f:
+            os.truncate({str(base)!r}, {BASE.stat().st_size // 2})
+            try:
+                f.get_tensor({QUERY!r})
+            except sc.ScError as e:
+                print("raised:", e)
+    """)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert f"cannot use {base} as a base: the file shrank while it was being read" in r.stdout
+
+
+def test_a_fifo_as_base_raises_without_waiting(tune_archive, tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    r = in_child(f"""
+        import sc
+        for call in (lambda: sc.compress_file({str(TUNE)!r}, {str(tmp_path / "x.sc")!r},
+                                              base={str(fifo)!r}),
+                     lambda: sc.verify({str(tune_archive)!r}, base={str(fifo)!r}),
+                     lambda: sc.safe_open({str(tune_archive)!r}, base={str(fifo)!r})):
+            try:
+                call()
+            except sc.ScError as e:
+                print("raised:", e)
+    """)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.count(f"cannot use {fifo} as a base: not a regular file or a folder") == 3
+    assert not (tmp_path / "x.sc").exists()

@@ -4,7 +4,7 @@ use super::block::{code_block, payloads, Scratch};
 use super::digest::DigestWorker;
 use super::plan::{Planner, TensorRows};
 use super::pool::{Pool, Pooled};
-use super::refs::{Input, NoOwn, OwnBytes, Spans};
+use super::refs::{FillCheck, Input, NoOwn, OwnBytes, Spans};
 use super::{dedup, on_threads, ordered, Budget, Pools, DEFAULT_MEMORY};
 use crate::base::Base;
 use crate::choice::SignModels;
@@ -233,8 +233,13 @@ struct ArchiveWriter {
 }
 
 /// A block coded and waiting to be written: its bytes, the scratch holding its coded planes,
-/// and its record.
-type Coded<'p> = (Arc<Vec<u8>>, Pooled<'p, Scratch>, BlockRecord);
+/// its record, and the base bytes it was coded against (checked as it is written).
+type Coded<'p> = (
+    Arc<Vec<u8>>,
+    Pooled<'p, Scratch>,
+    BlockRecord,
+    Option<Vec<u8>>,
+);
 
 impl ArchiveWriter {
     /// Writes block `raw`, coded into `scratch` as `record` says, straight from the scratch;
@@ -242,9 +247,14 @@ impl ArchiveWriter {
     fn write<W: Write>(
         &mut self,
         output: &mut W,
-        (raw, scratch, record): Coded,
+        (raw, scratch, record, base): Coded,
         pools: &Pools,
+        check: &mut FillCheck,
     ) -> Result<()> {
+        check.block(self.raw_pos, &raw, base.as_deref());
+        if let Some(b) = base {
+            pools.blocks.give(b);
+        }
         self.head.clear();
         record.write(&mut self.head);
         output.write_all(&self.head)?;
@@ -413,6 +423,8 @@ fn encode_here<R: Read + Send, W: Write + Send>(
         prefix.len() as u64,
     );
     let (based_tensors, repeated_tensors) = refs.as_ref().map_or((0, 0), References::counts);
+    #[cfg(feature = "internals")]
+    crate::hook::reach(crate::hook::Point::Planned);
     let budget = Budget::new(opts.memory, opts.block_size, 0, refs.is_some())?;
     let signs = match opts.mode {
         Mode::Best => opts.sign_models,
@@ -452,6 +464,7 @@ fn encode_here<R: Read + Send, W: Write + Send>(
         index: Vec::new(),
     };
     let mode = opts.mode;
+    let mut check = FillCheck::new(&spans);
     ordered(
         budget.window,
         &mut || {
@@ -461,6 +474,11 @@ fn encode_here<R: Read + Send, W: Write + Send>(
                 d.wait_behind(budget.md5_behind);
             }
             let block = reader.read(&mut source, &pools.blocks)?;
+            #[cfg(feature = "internals")]
+            if let Some((offset, .., raw)) = &block {
+                let end = offset + raw.len() as u64;
+                crate::hook::reach(crate::hook::Point::Read { end });
+            }
             Ok(block.map(|(offset, t, rows, based, raw)| {
                 let raw = Arc::new(raw);
                 if let Some(d) = &digest {
@@ -476,19 +494,24 @@ fn encode_here<R: Read + Send, W: Write + Send>(
             }
             let mut scratch = pools.scratch.guard();
             let record = code_block(&raw, base.as_deref(), t, &rows, mode, signs, &mut scratch);
-            if let Some(b) = base {
-                pools.blocks.give(b);
-            }
-            Ok((raw, scratch, record))
+            Ok((raw, scratch, record, base))
         },
         &mut |coded: Result<Coded>| {
-            writer.write(&mut output, coded?, &pools)?;
+            writer.write(&mut output, coded?, &pools, &mut check)?;
             if let Some(progress) = opts.progress {
                 progress(writer.raw_pos);
             }
             Ok(())
         },
     )?;
+    // The archive is complete but for its footer: an incomplete one is what an error leaves.
+    let tensors = header.as_ref().map_or(&[][..], |h| &h.tensors[..]);
+    let prefix_len = file_header.prefix.len() as u64;
+    let name = |at: u64| {
+        let t = tensors.iter().find(|t| prefix_len + t.begin == at);
+        t.map_or_else(String::new, |t| t.name.clone())
+    };
+    check.finish(opts.base, &name)?;
     let ArchiveWriter {
         archive_len,
         raw_pos,

@@ -27,8 +27,17 @@ pub(crate) fn on_threads<T: Send>(
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()
-        .map_err(std::io::Error::other)?
+        .map_err(|e| cannot_start(threads, e))?
         .install(f)
+}
+
+/// The error of a pool of `threads` threads that failed to start: its cause once, with the
+/// cause's kind (rayon's error shows its cause and names it as its source as well).
+fn cannot_start(threads: usize, e: rayon::ThreadPoolBuildError) -> std::io::Error {
+    let kind = std::error::Error::source(&e)
+        .and_then(|s| s.downcast_ref::<std::io::Error>())
+        .map_or(std::io::ErrorKind::Other, std::io::Error::kind);
+    std::io::Error::new(kind, format!("cannot start {threads} worker threads: {e}"))
 }
 
 /// Default memory budget for the blocks a run keeps in flight
@@ -64,6 +73,14 @@ pub fn memory_needed_with_references(block_size: u32) -> u64 {
     memory_needed(block_size) + BASE_HALF_BLOCKS * block_size as u64 / 2
 }
 
+/// [`memory_needed_with_references`] with `refs`, else [`memory_needed`].
+pub(crate) fn one_block_needs(block_size: u32, refs: bool) -> u64 {
+    match refs {
+        true => memory_needed_with_references(block_size),
+        false => memory_needed(block_size),
+    }
+}
+
 /// How much of a pipeline run is in flight, so that its buffers fit a memory budget.
 ///
 /// Each block in flight holds its buffers until it is written; the MD5 thread may hold a few
@@ -89,20 +106,26 @@ impl Budget {
         refs: bool,
     ) -> crate::Result<Budget> {
         let block = block_size as u64;
-        let one = match refs {
-            true => memory_needed_with_references(block_size),
-            false => memory_needed(block_size),
-        };
+        let unit = one_block_needs(block_size, refs) - fixed_memory();
         let fixed = fixed_memory() + extra_blocks * block;
-        let unit = one - fixed_memory();
         let need = fixed + unit;
         if memory < need {
+            let buffers = need - fixed_memory();
             return Err(crate::Error::InvalidArgument(format!(
-                "a memory budget of {} MiB is too small for blocks of {} bytes: one block in \
-                 flight needs {} MiB",
+                "a memory budget of {} MiB is too small for blocks of {} bytes{}: one block in \
+                 flight needs {} MiB: {:.1} block sizes of buffers ({} MiB) and {:.1} MiB for \
+                 the program and its {} worker threads",
                 memory >> 20,
                 block_size,
-                need.div_ceil(1 << 20)
+                match refs {
+                    true => " coded against a base or repeated tensors",
+                    false => "",
+                },
+                need.div_ceil(1 << 20),
+                buffers as f64 / block as f64,
+                buffers.div_ceil(1 << 20),
+                fixed_memory() as f64 / (1 << 20) as f64,
+                rayon::current_num_threads()
             )));
         }
         let most = rayon::current_num_threads() * 2 + 2;
@@ -229,5 +252,34 @@ fn receive<T>(rx: &Receiver<T>) -> T {
         if let Ok(x) = rx.recv_timeout(Duration::from_micros(500)) {
             return x;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pool whose threads cannot start says why once, with the cause's kind.
+    #[test]
+    fn a_pool_that_cannot_start_says_why_once() {
+        let e = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .spawn_handler(|_| Err(std::io::Error::from(std::io::ErrorKind::WouldBlock)))
+            .build()
+            .map(drop)
+            .unwrap_err();
+        let e = crate::Error::from(cannot_start(2, e));
+        let mut text = e.to_string();
+        let mut source = std::error::Error::source(&e);
+        while let Some(s) = source {
+            text += &format!(": {s}");
+            source = s.source();
+        }
+        let cause = std::io::Error::from(std::io::ErrorKind::WouldBlock).to_string();
+        assert_eq!(text, format!("cannot start 2 worker threads: {cause}"));
+        assert_eq!(
+            std::io::Error::from(e).kind(),
+            std::io::ErrorKind::WouldBlock
+        );
     }
 }

@@ -14,6 +14,7 @@ use crate::read::ReadAt;
 use crate::safetensors::TensorInfo;
 use std::collections::HashMap;
 use std::ops::Range;
+use twox_hash::XxHash3_128;
 
 /// Where the base bytes of a referenced tensor come from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -96,18 +97,12 @@ pub struct Retained {
 impl Retained {
     /// Room for every source of `spans`.
     pub fn new(spans: &Spans) -> Retained {
-        let mut ranges: Vec<Range<u64>> = spans
-            .spans
-            .iter()
-            .filter_map(|s| match s.from {
-                From::Own(src) => Some(src..src + (s.range.end - s.range.start)),
-                From::Base { .. } => None,
-            })
-            .collect();
-        ranges.sort_by_key(|r| (r.start, r.end));
-        ranges.dedup();
         Retained {
-            parts: ranges.into_iter().map(|r| (r, Vec::new())).collect(),
+            parts: spans
+                .sources()
+                .into_iter()
+                .map(|r| (r, Vec::new()))
+                .collect(),
         }
     }
 
@@ -192,6 +187,22 @@ impl Spans {
     /// Every span, by position.
     pub fn spans(&self) -> &[Span] {
         &self.spans
+    }
+
+    /// The ranges of the original file that tensors coded against earlier ones repeat: by
+    /// start, each once.
+    fn sources(&self) -> Vec<Range<u64>> {
+        let mut ranges: Vec<Range<u64>> = self
+            .spans
+            .iter()
+            .filter_map(|s| match s.from {
+                From::Own(src) => Some(src..src + (s.range.end - s.range.start)),
+                From::Base { .. } => None,
+            })
+            .collect();
+        ranges.sort_by_key(|r| (r.start, r.end));
+        ranges.dedup();
+        ranges
     }
 
     /// Whether some tensor is coded against an earlier one.
@@ -307,5 +318,144 @@ impl Spans {
         }
         out[(filled - start) as usize..].fill(0);
         Ok(())
+    }
+}
+
+/// Hashes of byte ranges fed in order, piece by piece: a hash in progress for each range begun,
+/// the XXH3-128 of each range once all its bytes came.
+struct Hashes {
+    going: HashMap<usize, (XxHash3_128, u64)>,
+    done: Vec<Option<u128>>,
+}
+
+impl Hashes {
+    fn new(n: usize) -> Hashes {
+        Hashes {
+            going: HashMap::new(),
+            done: vec![None; n],
+        }
+    }
+
+    /// Feeds the next `bytes` of range `k`, `len` bytes long.
+    fn feed(&mut self, k: usize, bytes: &[u8], len: u64) {
+        let (h, n) = self
+            .going
+            .entry(k)
+            .or_insert_with(|| (XxHash3_128::new(), 0));
+        h.write(bytes);
+        *n += bytes.len() as u64;
+        if *n == len {
+            if let Some((h, _)) = self.going.remove(&k) {
+                self.done[k] = Some(h.finish_128());
+            }
+        }
+    }
+}
+
+/// Feeds `hashes` the pieces of `data` (the original file's bytes from `start`) that lie in
+/// the ranges of `items` (`range` gives each one's; sorted, not overlapping), each under its
+/// index.
+fn feed_ranges<T>(
+    hashes: &mut Hashes,
+    items: &[T],
+    range: impl Fn(&T) -> &Range<u64>,
+    start: u64,
+    data: &[u8],
+) {
+    let end = start + data.len() as u64;
+    let first = items.partition_point(|t| range(t).end <= start);
+    for (k, t) in items.iter().enumerate().skip(first) {
+        let r = range(t);
+        if r.start >= end {
+            break;
+        }
+        let (a, b) = (r.start.max(start), r.end.min(end));
+        hashes.feed(
+            k,
+            &data[(a - start) as usize..(b - start) as usize],
+            r.end - r.start,
+        );
+    }
+}
+
+/// What an encode checks once every block is coded: that each referenced tensor was coded
+/// against the bytes its archive gives as its source, whatever another process wrote to the
+/// files meanwhile. The base bytes filled in for a base tensor must have the digest recorded
+/// (taken before coding); those filled in for a repeated tensor must be the bytes stored for
+/// the earlier tensor in its own blocks. Bytes are hashed as the blocks are written, in order,
+/// so nothing more is held.
+pub struct FillCheck<'s> {
+    spans: &'s Spans,
+    /// The bytes filled in for each span.
+    filled: Hashes,
+    /// The ranges of the file that repeated tensors repeat (by start, distinct).
+    sources: Vec<Range<u64>>,
+    /// The bytes stored for each source.
+    stored: Hashes,
+}
+
+impl<'s> FillCheck<'s> {
+    /// The check of an encode whose references are `spans`.
+    pub fn new(spans: &'s Spans) -> FillCheck<'s> {
+        let sources = spans.sources();
+        FillCheck {
+            filled: Hashes::new(spans.spans.len()),
+            stored: Hashes::new(sources.len()),
+            spans,
+            sources,
+        }
+    }
+
+    /// Takes in the block of the original file's bytes `raw` from `start`, as stored, and the
+    /// base bytes it was coded against, if any. Blocks come in order.
+    pub fn block(&mut self, start: u64, raw: &[u8], base: Option<&[u8]>) {
+        feed_ranges(&mut self.stored, &self.sources, |r| r, start, raw);
+        if let Some(base) = base {
+            feed_ranges(
+                &mut self.filled,
+                &self.spans.spans,
+                |s| &s.range,
+                start,
+                base,
+            );
+        }
+    }
+
+    /// Checks every span once the last block is in: fails with [`Error::Changed`] naming the
+    /// file and tensor (`name` names the tensor whose bytes start at an offset) whose source
+    /// bytes are not those recorded.
+    pub fn finish(self, base: Option<&Base>, name: &dyn Fn(u64) -> String) -> Result<()> {
+        for (k, s) in self.spans.spans.iter().enumerate() {
+            let filled = self.filled.done[k];
+            match &s.from {
+                From::Base {
+                    name: tensor,
+                    digest,
+                    ..
+                } => {
+                    if filled != Some(*digest) {
+                        return Err(match base {
+                            Some(b) => b.changed(tensor),
+                            None => self.base_needed(),
+                        });
+                    }
+                }
+                From::Own(src) => {
+                    let k = self.sources.partition_point(|r| r.start < *src);
+                    if filled.is_none() || filled != self.stored.done.get(k).copied().flatten() {
+                        return Err(Error::Changed(format!(
+                            "the input (its tensor {:?}, stored as a repeat of {:?})",
+                            name(s.range.start),
+                            name(*src)
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn base_needed(&self) -> Error {
+        self.spans.base_needed()
     }
 }

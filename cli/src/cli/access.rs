@@ -1,7 +1,7 @@
 //! `sc list` and `sc extract`: the tensors of an archive, read through its index.
 
 use super::output::Settings;
-use super::text::printable;
+use super::text::{left, printable, right};
 use super::{
     destination, is_stdio, json, note, with_threads, write_stdout, write_with, Common, OutputArgs,
 };
@@ -201,7 +201,13 @@ pub(super) fn list(a: &ListArgs) -> Result<()> {
         for [name, dtype, dims, orig, comp, pct, against] in rows() {
             let [w0, w1, w2, w3, w4, w5, _] = widths;
             let line = format!(
-                "{name:<w0$}  {dtype:<w1$}  {dims:<w2$}  {orig:>w3$}  {comp:>w4$}  {pct:>w5$}"
+                "{}  {}  {}  {}  {}  {}",
+                left(&name, w0),
+                left(&dtype, w1),
+                left(&dims, w2),
+                right(&orig, w3),
+                right(&comp, w4),
+                right(&pct, w5)
             );
             match refs {
                 true => writeln!(out, "{}", format!("{line}  {against}").trim_end())?,
@@ -216,10 +222,10 @@ pub(super) fn list(a: &ListArgs) -> Result<()> {
             sizes.container
         )?;
         if let Some(base) = archive.base_name() {
+            // Quoted as Rust quotes text: control characters escaped once, as `\u{1b}`.
             writeln!(
                 out,
-                "base: coded against {:?}; reading the tensors marked base needs it (--base)",
-                printable(base)
+                "base: coded against {base:?}; reading the tensors marked base needs it (--base)"
             )?;
         }
         Ok(())
@@ -289,7 +295,7 @@ fn extract_on_pool(a: &ExtractArgs) -> Result<()> {
     let base = a.base.open(Some(&a.input))?;
     let mut archive = open(&a.input, base)?;
     archive
-        .set_memory(super::memory(&a.common))
+        .set_memory(super::memory(&a.common, || super::archive_needs(&archive)))
         .with_context(|| format!("reading {}", a.input.display()))?;
     for name in &a.tensors {
         if archive.tensor(name).is_none() {

@@ -1,6 +1,7 @@
 //! `--base`: the base checkpoint a fine-tune is coded against (`sc encode --base`), and that
 //! decoding, verifying and extracting its archive need.
 
+use super::output::FileId;
 use anyhow::{anyhow, Result};
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -28,6 +29,83 @@ impl BaseArg {
             }
         })
     }
+}
+
+/// The files of the base an encode codes against, by identity (device and inode, whatever the
+/// path that names them): an input among them would be coded against itself, and an output
+/// written over one would replace the base its archive needs.
+pub(super) struct BaseFiles<'a> {
+    /// The base as given.
+    given: Option<&'a Path>,
+    ids: Vec<FileId>,
+}
+
+impl BaseFiles<'_> {
+    /// The files of `base`, given as `arg`.
+    pub fn of<'a>(arg: &'a BaseArg, base: Option<&sc::Base>) -> BaseFiles<'a> {
+        let files = base.map_or(&[][..], sc::Base::files);
+        BaseFiles {
+            given: arg.base.as_deref(),
+            ids: files.iter().filter_map(|f| id(f)).collect(),
+        }
+    }
+
+    /// Whether `path` names one of the base's files (following links).
+    pub fn holds(&self, path: &Path) -> bool {
+        id(path).is_some_and(|i| self.ids.contains(&i))
+    }
+
+    /// What a file of the base is to it: the base, or part of the folder given.
+    fn of_the_base(&self) -> String {
+        match self.given {
+            Some(b) if b.is_dir() => format!("part of the base {}", b.display()),
+            _ => "the base".into(),
+        }
+    }
+
+    /// Fails if the output `dest` would be written over a file of the base.
+    pub fn check_output(&self, dest: &Path) -> Result<()> {
+        match self.holds(dest) {
+            true => Err(anyhow!(
+                "{} is {}: writing over it would lose the base its archive needs; nothing was \
+                 written",
+                dest.display(),
+                self.of_the_base()
+            )),
+            false => Ok(()),
+        }
+    }
+
+    /// Fails if `input` is (part of) the base: it would be coded against itself.
+    pub fn check_input(&self, input: &Path) -> Result<()> {
+        match self.holds(input) {
+            true => Err(anyhow!(
+                "{} is {}: it cannot be coded against itself (encode it without --base)",
+                input.display(),
+                self.of_the_base()
+            )),
+            false => Ok(()),
+        }
+    }
+
+    /// The note for a file of a folder run that is (part of) the base: coded without it, and
+    /// kept under `rm`, since the run's other archives need it.
+    pub fn note(&self, input: &Path, rm: bool) -> String {
+        let kept = match rm {
+            true => ", and kept (the other archives need it)",
+            false => "",
+        };
+        format!(
+            "sc: note: {} is {}: coded without it{kept}",
+            input.display(),
+            self.of_the_base()
+        )
+    }
+}
+
+/// The identity of the file at `path`, if there is one.
+fn id(path: &Path) -> Option<FileId> {
+    std::fs::metadata(path).ok().map(|m| FileId::of(&m))
 }
 
 /// The name of the base the archive `path` needs, if it is an archive file that needs one.

@@ -5,8 +5,9 @@
 //! refused before anything is written, a failed file does not stop the others, and one table
 //! at the end reports them all.
 
+use super::base::BaseFiles;
 use super::output::Settings;
-use super::text::printable;
+use super::text::{left, printable};
 use super::{
     decode_one, encode_one, is_stdio, mb_per_s, memory, note, progress_bar, write_with, Common,
     DecodeArgs, EncodeArgs, OutputArgs,
@@ -107,8 +108,14 @@ struct Job {
 type Outcome = Result<(u64, u64, f64)>;
 
 /// Every regular file below `root` (following links to files, not to directories), sorted,
-/// leaving out `skip` (the output folder when it lies inside) and sc's own temporary files.
-fn walk(root: &Path, skip: Option<&Path>, files: &mut Vec<PathBuf>) -> Result<()> {
+/// leaving out `skip` (the output folder when it lies inside) and sc's own temporary files;
+/// the other entries that are not folders go to `others`, each with what it is.
+fn walk(
+    root: &Path,
+    skip: Option<&Path>,
+    files: &mut Vec<PathBuf>,
+    others: &mut Vec<(PathBuf, String)>,
+) -> Result<()> {
     let mut entries: Vec<_> = fs::read_dir(root)
         .with_context(|| format!("cannot read {}", root.display()))?
         .collect::<io::Result<_>>()
@@ -125,12 +132,34 @@ fn walk(root: &Path, skip: Option<&Path>, files: &mut Vec<PathBuf>) -> Result<()
             if skip.is_some_and(|s| super::same_file(&path, s)) {
                 continue;
             }
-            walk(&path, skip, files)?;
+            walk(&path, skip, files, others)?;
         } else if kind.is_file() || (kind.is_symlink() && path.is_file()) {
             files.push(path);
+        } else {
+            let what = match kind.is_symlink() {
+                true => match fs::metadata(&path) {
+                    Ok(m) if m.is_dir() => "a link to a folder (not followed)".into(),
+                    Ok(m) => format!("a link to {}", special(m.file_type())),
+                    Err(e) => format!("a dangling link ({e})"),
+                },
+                false => special(kind).into(),
+            };
+            others.push((path, what));
         }
     }
     Ok(())
+}
+
+/// What a file of type `kind`, neither a regular file nor a folder, is.
+fn special(kind: fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    match kind {
+        k if k.is_fifo() => "a FIFO",
+        k if k.is_socket() => "a socket",
+        k if k.is_char_device() => "a character device",
+        k if k.is_block_device() => "a block device",
+        _ => "not a regular file",
+    }
 }
 
 /// What a run does with an input named on the command line that is not a folder.
@@ -145,10 +174,12 @@ pub enum Given {
 
 /// How a run names its outputs: `found` names the output of a file found in a folder (`None`:
 /// copied into a mirrored folder, left alone otherwise), `given` says what becomes of a file
-/// named on the command line.
-struct Naming<F, G> {
+/// named on the command line, and `refuse` fails for an output the run must not write (over a
+/// base the archives need).
+struct Naming<'r, F, G> {
     found: F,
     given: G,
+    refuse: &'r dyn Fn(&Path) -> Result<()>,
 }
 
 /// The name a folder input has inside the output folder of a run over several inputs.
@@ -172,7 +203,7 @@ fn plan<F, G>(
     inputs: &[PathBuf],
     out: &OutputArgs,
     quiet: bool,
-    naming: Naming<F, G>,
+    naming: Naming<'_, F, G>,
 ) -> Result<Vec<Job>>
 where
     F: Fn(&Path) -> Option<PathBuf>,
@@ -203,6 +234,7 @@ where
                 base.as_deref(),
                 several,
                 &naming.found,
+                quiet,
                 &mut jobs,
             )?;
             if !jobs[before..].iter().any(|j| matches!(j.work, Work::Code)) {
@@ -243,8 +275,9 @@ where
     if jobs.is_empty() {
         bail!("nothing to do: every input was skipped");
     }
-    let written = jobs.iter().filter(|j| !matches!(j.work, Work::Fail(_)));
-    super::collide::check(written.map(|j| (j.src.as_path(), j.dest.as_path())))?;
+    let written = || jobs.iter().filter(|j| !matches!(j.work, Work::Fail(_)));
+    super::collide::check(written().map(|j| (j.src.as_path(), j.dest.as_path())))?;
+    written().try_for_each(|j| (naming.refuse)(&j.dest))?;
     Ok(jobs)
 }
 
@@ -261,17 +294,28 @@ fn failed(src: &Path, why: String) -> Job {
 
 /// Adds the jobs for the files below `root`, written below `base` (or beside them) and shown
 /// by their paths below `root`, or as found when the run has `several` inputs. `target`, the
-/// `-o` folder, is not walked into.
+/// `-o` folder, is not walked into. Other entries that would be coded or copied were they
+/// regular files (FIFOs, devices, dangling links) are each named in a note unless `quiet`.
 fn folder_jobs(
     root: &Path,
     target: Option<&Path>,
     base: Option<&Path>,
     several: bool,
     found: impl Fn(&Path) -> Option<PathBuf>,
+    quiet: bool,
     jobs: &mut Vec<Job>,
 ) -> Result<()> {
-    let mut files = Vec::new();
-    walk(root, target, &mut files)?;
+    let (mut files, mut others) = (Vec::new(), Vec::new());
+    walk(root, target, &mut files, &mut others)?;
+    for (path, what) in others {
+        let rel = path.strip_prefix(root).unwrap_or(&path);
+        if !quiet && (base.is_some() || found(rel).is_some()) {
+            note(format_args!(
+                "sc: note: skipping {}: {what}; only regular files are coded or copied",
+                printable(&path.to_string_lossy())
+            ));
+        }
+    }
     for src in files {
         let rel = src.strip_prefix(root).unwrap_or(&src).to_path_buf();
         let (dest, work) = match found(&rel) {
@@ -389,8 +433,12 @@ fn report(
     let mut t = String::new();
     let _ = writeln!(
         t,
-        "{:<width$} {:>14} {:>14} {:>8} {:>7}  result",
-        "file", "in", "out", "out/in", "MB/s"
+        "{} {:>14} {:>14} {:>8} {:>7}  result",
+        left("file", width),
+        "in",
+        "out",
+        "out/in",
+        "MB/s"
     );
     let (mut total_in, mut total_out, mut coded, mut failed) = (0u64, 0u64, 0, 0);
     for (job, outcome) in jobs.iter().zip(outcomes) {
@@ -404,21 +452,22 @@ fn report(
                 let what = if coded_it { verb } else { "copied" };
                 let _ = writeln!(
                     t,
-                    "{rel:<width$} {a:>14} {b:>14} {:>7.2}% {:>7.0}  {what}",
+                    "{} {a:>14} {b:>14} {:>7.2}% {:>7.0}  {what}",
+                    left(rel, width),
                     100.0 * *b as f64 / (*a).max(1) as f64,
                     *a as f64 / 1e6 / secs.max(1e-9)
                 );
             }
             Err(e) => {
                 failed += 1;
-                let _ = writeln!(t, "{rel:<width$} {:>48}  FAILED: {e:#}", "");
+                let _ = writeln!(t, "{} {:>48}  FAILED: {e:#}", left(rel, width), "");
             }
         }
     }
     let _ = writeln!(
         t,
-        "{:<width$} {total_in:>14} {total_out:>14} {:>7.2}%           {}, {coded} {verb}, {failed} failed",
-        "total",
+        "{} {total_in:>14} {total_out:>14} {:>7.2}%           {}, {coded} {verb}, {failed} failed",
+        left("total", width),
         100.0 * total_out as f64 / total_in.max(1) as f64,
         super::text::count(jobs.len() as u64, "file")
     );
@@ -453,6 +502,7 @@ fn label(inputs: &[PathBuf]) -> String {
 /// folder of shards), each file's tensors are coded against their namesakes in it, whatever
 /// shard holds them.
 pub fn encode(a: &EncodeArgs, base: Option<&sc::Base>) -> Result<()> {
+    let base_files = BaseFiles::of(&a.base, base);
     let naming = Naming {
         found: |rel: &Path| {
             let is_st = rel.extension().is_some_and(|e| e == "safetensors");
@@ -462,6 +512,8 @@ pub fn encode(a: &EncodeArgs, base: Option<&sc::Base>) -> Result<()> {
             Some(why) => Given::Skip(why),
             None => Given::Code(archive_name(p)),
         },
+        // No output may replace a file of the base, which the archives need.
+        refuse: &|dest| base_files.check_output(dest),
     };
     let talk = a.common.talk;
     let mode = a.mode().name();
@@ -475,7 +527,17 @@ pub fn encode(a: &EncodeArgs, base: Option<&sc::Base>) -> Result<()> {
         |_| sc::memory_needed_with_references(a.block_size),
         |job, memory, progress| {
             let started = Instant::now();
-            let r = encode_one(&job.src, Some(&job.dest), a, memory, base, progress)?;
+            // A file of the base is coded without it, and kept: the other archives need it.
+            let (base, rm) = match base_files.holds(&job.src) {
+                true => {
+                    if !talk.quiet {
+                        note(format_args!("{}", base_files.note(&job.src, a.rm)));
+                    }
+                    (None, false)
+                }
+                false => (base, a.rm),
+            };
+            let r = encode_one(&job.src, Some(&job.dest), a, rm, memory, base, progress)?;
             if talk.verbose() {
                 note(format_args!(
                     "{}",
@@ -501,6 +563,7 @@ pub fn decode(a: &DecodeArgs, base: Option<&sc::Base>) -> Result<()> {
                 p.display()
             )),
         },
+        refuse: &|_| Ok(()),
     };
     let talk = a.common.talk;
     plan_run_report(
@@ -527,13 +590,13 @@ pub fn decode(a: &DecodeArgs, base: Option<&sc::Base>) -> Result<()> {
 }
 
 /// The steps folder encode and decode share: plans the jobs of `inputs` (written as `out`
-/// says) with `naming`, runs them with `common`'s memory ([`run`] tells `needed` and `code`)
-/// and reports the run with `verb`.
+/// says) with `naming`, runs them with `common`'s memory ([`run`] tells `needed` and `code`;
+/// the default budget takes the largest `needed` of a job) and reports the run with `verb`.
 fn plan_run_report<F, G>(
     inputs: &[PathBuf],
     out: &OutputArgs,
     common: &Common,
-    naming: Naming<F, G>,
+    naming: Naming<'_, F, G>,
     verb: &str,
     needed: impl Fn(&Job) -> u64 + Sync,
     code: impl Fn(&Job, u64, &(dyn Fn(u64) + Sync)) -> Result<(u64, u64)> + Sync,
@@ -545,22 +608,20 @@ where
     let quiet = common.talk.quiet;
     let jobs = plan(inputs, out, quiet, naming)?;
     let start = Instant::now();
-    let outcomes = run(&jobs, quiet, out.force, memory(common), needed, code);
+    let coded = jobs.iter().filter(|j| matches!(j.work, Work::Code));
+    let memory = memory(common, || coded.map(&needed).max().unwrap_or(0));
+    let outcomes = run(&jobs, quiet, out.force, memory, needed, code);
     report(&label(inputs), &jobs, &outcomes, verb, quiet, start)
 }
 
 /// The memory decoding an archive needs at least, from the block size it records and whether
 /// it has references (for the largest block size, when it cannot be read: decoding it then
 /// fails on its own).
-fn archive_memory_needed(path: &Path) -> u64 {
-    let archive = File::open(path)
+pub(super) fn archive_memory_needed(path: &Path) -> u64 {
+    File::open(path)
         .ok()
-        .and_then(|f| sc::Archive::open(f).ok());
-    let Some(a) = archive else {
-        return sc::memory_needed(sc::MAX_BLOCK_SIZE);
-    };
-    match a.has_references() {
-        true => sc::memory_needed_with_references(a.block_size()),
-        false => sc::memory_needed(a.block_size()),
-    }
+        .and_then(|f| sc::Archive::open(f).ok())
+        .map_or(sc::memory_needed(sc::MAX_BLOCK_SIZE), |a| {
+            super::archive_needs(&a)
+        })
 }

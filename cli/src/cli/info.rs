@@ -130,9 +130,8 @@ fn summary(
     if let Some(base) = &info.base_name {
         writeln!(
             t,
-            "base:        {} tensors coded against {:?} (decoding needs it: --base)",
-            info.based_tensors,
-            printable(base)
+            "base:        {} tensors coded against {base:?} (decoding needs it: --base)",
+            info.based_tensors
         )?;
     }
     if info.repeated_tensors > 0 {
@@ -316,62 +315,83 @@ fn doc<'a>(
     }
 }
 
-/// Writes the JSON text `json` indented, two spaces a level, keys in their order, escaped for
-/// the terminal; text that is not JSON comes out much as it is.
+/// Containers nested deeper than this (a safetensors header has three levels: the header,
+/// a tensor, its shape) are printed on one line, so that indentation never makes the output
+/// more than 8 times the header, however deep a crafted header nests.
+const INDENTED_LEVELS: usize = 3;
+
+/// Writes the JSON text `json` as it goes, indented two spaces a level for the first
+/// [`INDENTED_LEVELS`] levels, keys in their order, escaped for the terminal; text that is not
+/// JSON comes out much as it is. Each byte of `json` gives at most 8 bytes: a comma or an
+/// opening bracket its line break and at most 6 spaces, a control character its 6-byte escape.
 fn write_pretty(w: &mut dyn Write, json: &str) -> io::Result<()> {
-    let mut out = String::with_capacity(json.len() + json.len() / 2);
-    let mut depth = 0usize;
-    let newline = |out: &mut String, depth: usize| {
-        out.push('\n');
-        out.extend(std::iter::repeat_n("  ", depth));
+    const INDENT: &[u8; 2 * INDENTED_LEVELS] = b"      ";
+    let newline = |w: &mut dyn Write, depth: usize| {
+        w.write_all(b"\n")?;
+        w.write_all(&INDENT[..2 * depth.min(INDENTED_LEVELS)])
     };
-    let mut chars = json.trim().chars().peekable();
-    while let Some(c) = chars.next() {
+    let json = json.trim();
+    let mut depth = 0usize;
+    let mut chars = json.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
         match c {
             '"' => {
-                out.push(c);
-                while let Some(s) = chars.next() {
-                    out.push(s);
+                let mut end = json.len();
+                while let Some((i, s)) = chars.next() {
                     match s {
-                        '\\' => out.extend(chars.next()),
-                        '"' => break,
+                        '\\' => {
+                            chars.next();
+                        }
+                        '"' => {
+                            end = i + 1;
+                            break;
+                        }
                         _ => {}
                     }
                 }
+                write_printable(w, &json[at..end])?;
             }
             '{' | '[' => {
-                out.push(c);
-                while chars.peek().is_some_and(|c| c.is_whitespace()) {
-                    chars.next();
+                w.write_all(&[c as u8])?;
+                while chars.next_if(|&(_, c)| c.is_whitespace()).is_some() {}
+                if let Some((_, n)) = chars.next_if(|&(_, n)| n == '}' || n == ']') {
+                    w.write_all(&[n as u8])?;
+                    continue;
                 }
-                if chars.peek().is_some_and(|&n| n == '}' || n == ']') {
-                    out.extend(chars.next());
-                } else {
-                    depth += 1;
-                    newline(&mut out, depth);
+                depth += 1;
+                if depth <= INDENTED_LEVELS {
+                    newline(w, depth)?;
                 }
             }
             '}' | ']' => {
+                if depth <= INDENTED_LEVELS {
+                    newline(w, depth.saturating_sub(1))?;
+                }
                 depth = depth.saturating_sub(1);
-                newline(&mut out, depth);
-                out.push(c);
+                w.write_all(&[c as u8])?;
             }
-            ',' => {
-                out.push(c);
-                newline(&mut out, depth);
+            ',' if depth <= INDENTED_LEVELS => {
+                w.write_all(b",")?;
+                newline(w, depth)?;
             }
-            ':' => out.push_str(": "),
+            ',' => w.write_all(b", ")?,
+            ':' => w.write_all(b": ")?,
             c if c.is_whitespace() => {}
-            c => out.push(c),
+            _ => {
+                let end = loop {
+                    match chars.peek() {
+                        Some(&(i, n)) if n.is_whitespace() || "\"{}[],:".contains(n) => break i,
+                        Some(_) => {
+                            chars.next();
+                        }
+                        None => break json.len(),
+                    }
+                };
+                write_printable(w, &json[at..end])?;
+            }
         }
     }
-    out.push('\n');
-    // Every line break is one of the indentation's (JSON strings hold none as they are).
-    for line in out.split_inclusive('\n') {
-        write_printable(w, line.trim_end_matches('\n'))?;
-        w.write_all(b"\n")?;
-    }
-    Ok(())
+    w.write_all(b"\n")
 }
 
 #[cfg(test)]

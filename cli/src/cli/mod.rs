@@ -19,7 +19,7 @@ mod resources;
 mod text;
 mod verify;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use clap::error::ErrorKind;
 use clap::{ArgAction, Args, FromArgMatches, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -386,10 +386,12 @@ pub fn run(cli: Cli) -> Result<()> {
 
 /// Runs `f` on a pool of `-T` worker threads, at most one per core.
 fn with_threads<T: Send>(common: &Common, f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
+    let threads = resources::threads(common.threads, common.talk.verbose());
+    // The pool's error shows its cause and names it as its source: shown once here.
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(resources::threads(common.threads, common.talk.verbose()))
+        .num_threads(threads)
         .build()
-        .context("cannot start worker threads")?;
+        .map_err(|e| anyhow!("cannot start {threads} worker threads: {e}"))?;
     pool.install(f)
 }
 
@@ -494,9 +496,36 @@ impl ArchiveInput {
     }
 }
 
-/// The memory budget `--memory` sets.
-fn memory(common: &Common) -> u64 {
-    common.memory.unwrap_or(sc::DEFAULT_MEMORY)
+/// The memory budget: `--memory`, else the default raised to `needed`, what one block in
+/// flight of the run needs, so that the default takes any block size one block at a time.
+fn memory(common: &Common, needed: impl FnOnce() -> u64) -> u64 {
+    common
+        .memory
+        .unwrap_or_else(|| sc::DEFAULT_MEMORY.max(needed()))
+}
+
+/// What one block in flight of `archive` needs.
+fn archive_needs(archive: &sc::Archive<File>) -> u64 {
+    match archive.has_references() {
+        true => sc::memory_needed_with_references(archive.block_size()),
+        false => sc::memory_needed(archive.block_size()),
+    }
+}
+
+/// What one block in flight of the archive `input` needs (nothing known of a stream).
+fn archive_file_needs(input: &Path) -> u64 {
+    match is_stdio(input) {
+        true => 0,
+        false => folder::archive_memory_needed(input),
+    }
+}
+
+/// What one block in flight needs when encoding with `a`'s block size, against `base` if any.
+fn encode_needs(a: &EncodeArgs, base: Option<&sc::Base>) -> u64 {
+    match base {
+        Some(_) => sc::memory_needed_with_references(a.block_size),
+        None => sc::memory_needed(a.block_size),
+    }
 }
 
 /// Chooses the destination: `None` means stdout.
@@ -584,10 +613,16 @@ fn encode(a: &EncodeArgs) -> Result<()> {
         bail!("{why}");
     }
     let dest = destination(input, &a.out, |p| Ok(folder::archive_name(p)))?;
+    let base_files = base::BaseFiles::of(&a.base, base.as_ref());
+    base_files.check_input(input)?;
+    if let Some(d) = &dest {
+        base_files.check_output(d)?;
+    }
     let bar = progress_bar(input_len(input), a.common.talk.quiet);
     let start = Instant::now();
-    let (memory, base) = (memory(&a.common), base.as_ref());
-    let report = encode_one(input, dest.as_deref(), a, memory, base, &|n| {
+    let base = base.as_ref();
+    let memory = memory(&a.common, || encode_needs(a, base));
+    let report = encode_one(input, dest.as_deref(), a, a.rm, memory, base, &|n| {
         bar.set_position(n)
     })?;
     bar.finish_and_clear();
@@ -715,16 +750,17 @@ fn input_len(path: &Path) -> Option<u64> {
 }
 
 /// Encodes `input` into `dest` (`None`: stdout) with `a`'s settings, `memory` bytes for blocks
-/// and against `base` if given, then handles `--rm`.
+/// and against `base` if given, then deletes `input` if `rm` (`--rm`, unless the run keeps it).
 fn encode_one(
     input: &Path,
     dest: Option<&Path>,
     a: &EncodeArgs,
+    rm: bool,
     memory: u64,
     base: Option<&sc::Base>,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<sc::EncodeReport> {
-    if a.rm {
+    if rm {
         remove::check(input, dest)?;
     }
     // A file is read with random access, which finding repeated tensors needs.
@@ -734,14 +770,14 @@ fn encode_one(
     };
     let opts = EncodeOptions {
         block_size: a.block_size,
-        md5: a.rm || a.md5 || (!a.no_md5 && EncodeOptions::new(a.mode()).md5),
+        md5: rm || a.md5 || (!a.no_md5 && EncodeOptions::new(a.mode()).md5),
         progress: Some(progress),
         memory,
         base,
         sign_models: a.level.sign_models(),
         ..EncodeOptions::new(a.mode())
     };
-    let settings = a.out.settings(meta.as_ref(), a.rm);
+    let settings = a.out.settings(meta.as_ref(), rm);
     let (report, written) = write_with(dest, &settings, |out| {
         match source {
             Input::File(f) => sc::encode_file(&f, out, &opts),
@@ -749,14 +785,19 @@ fn encode_one(
         }
         .with_context(|| format!("encoding {}", name(input)))
     })?;
-    if a.rm {
+    if rm {
         let (dest, id, meta) = remove::written(input, dest, written, meta.as_ref())?;
-        // Decode the archive as it lies on disk and compare with the MD5 of what was read.
+        // Decode the archive as it lies on disk and compare with the MD5 of what was read,
+        // against the base as it lies on disk now (opened again, its digests taken again).
         let verifying = || format!("verifying {} before --rm", dest.display());
+        let base = match base {
+            Some(_) => a.base.open(None).with_context(verifying)?,
+            None => None,
+        };
         let f = remove::reopen(dest, id).with_context(verifying)?;
         let m = f.metadata().with_context(verifying)?;
         let back = ArchiveInput::File(f, m)
-            .decode(io::sink(), true, memory, base, &|_| {})
+            .decode(io::sink(), true, memory, base.as_ref(), &|_| {})
             .with_context(verifying)?;
         let verified = back.md5.is_some() && back.md5 == report.md5;
         let read = remove::Snapshot::of(meta);
@@ -782,7 +823,8 @@ fn decode(a: &DecodeArgs) -> Result<()> {
     let archive = talk.verbose().then(|| inspect_file(input)).flatten();
     let bar = progress_bar(input_len(input), talk.quiet);
     let start = Instant::now();
-    let (memory, base) = (memory(&a.common), base.as_ref());
+    let base = base.as_ref();
+    let memory = memory(&a.common, || archive_file_needs(input));
     let report = decode_one(input, dest.as_deref(), a, memory, base, &|n| {
         bar.set_position(n)
     })?;
@@ -889,9 +931,8 @@ fn check_archive(
 ) -> Result<sc::DecodeReport> {
     let archive = ArchiveInput::open(input)?;
     let bar = progress_bar(archive.len(), common.talk.quiet);
-    let report = archive.decode(io::sink(), true, memory(common), base, &|n| {
-        bar.set_position(n)
-    });
+    let memory = memory(common, || archive_file_needs(input));
+    let report = archive.decode(io::sink(), true, memory, base, &|n| bar.set_position(n));
     bar.finish_and_clear();
     report
 }

@@ -3,7 +3,7 @@
 //! returns rewriting a line).
 
 use std::borrow::Cow;
-use std::fmt::Write as _;
+use std::fmt::{self, Write as _};
 use std::io::{self, Write};
 
 /// How `c` is printed when it is a control character.
@@ -55,6 +55,51 @@ pub fn count(n: impl Into<u64>, noun: &str) -> String {
     }
 }
 
+/// Text padded with spaces to a width in characters, for tables: `format!`'s own widths
+/// (`{:<w$}`) panic past 65,535, and a name in a file may be longer.
+pub struct Padded<'a> {
+    text: &'a str,
+    width: usize,
+    right: bool,
+}
+
+/// `text` followed by spaces up to `width` characters.
+pub fn left(text: &str, width: usize) -> Padded<'_> {
+    Padded {
+        text,
+        width,
+        right: false,
+    }
+}
+
+/// `text` after spaces up to `width` characters.
+pub fn right(text: &str, width: usize) -> Padded<'_> {
+    Padded {
+        text,
+        width,
+        right: true,
+    }
+}
+
+impl fmt::Display for Padded<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const SPACES: &str = "                                ";
+        let mut fill = self.width.saturating_sub(self.text.chars().count());
+        if !self.right {
+            f.write_str(self.text)?;
+        }
+        while fill > 0 {
+            let n = fill.min(SPACES.len());
+            f.write_str(&SPACES[..n])?;
+            fill -= n;
+        }
+        if self.right {
+            f.write_str(self.text)?;
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -68,5 +113,15 @@ mod tests {
         write_printable(&mut w, s).unwrap();
         assert_eq!(String::from_utf8(w).unwrap(), want);
         assert!(matches!(printable("plain é"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn padding_takes_any_width() {
+        assert_eq!(format!("[{}]", left("é", 3)), "[é  ]");
+        assert_eq!(format!("[{}]", right("ab", 4)), "[  ab]");
+        assert_eq!(format!("[{}]", left("abc", 2)), "[abc]");
+        let wide = format!("{}|", right("x", 70_000));
+        assert_eq!(wide.len(), 70_001);
+        assert!(wide.ends_with("x|"));
     }
 }

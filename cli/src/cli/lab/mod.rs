@@ -12,6 +12,7 @@ pub mod shuffle;
 pub mod sweep;
 mod table;
 
+use super::text::left;
 use clap::Command;
 use std::fmt::Write as _;
 
@@ -37,7 +38,7 @@ pub fn with_heading(command: Command) -> Command {
     let mut list = String::new();
     for sub in command.get_subcommands().filter(|c| c.is_hide_set()) {
         let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
-        let _ = writeln!(list, "  {:<width$}  {about}", sub.get_name());
+        let _ = writeln!(list, "  {}  {about}", left(sub.get_name(), width));
     }
     let template = format!(
         "{{before-help}}{{about-with-newline}}\n{{usage-heading}} {{usage}}\n\n\

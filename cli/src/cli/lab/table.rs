@@ -1,5 +1,7 @@
 //! Result tables, printed as aligned markdown or as CSV.
 
+use super::super::text::{left, right};
+
 /// A table of text cells with a header row.
 pub struct Table {
     headers: Vec<&'static str>,
@@ -52,8 +54,8 @@ impl Table {
         let mut out = String::new();
         for (n, r) in rows.iter().enumerate() {
             let cells = r.iter().enumerate().map(|(i, c)| match self.right[i] {
-                true => format!("{c:>w$}", w = width[i]),
-                false => format!("{c:<w$}", w = width[i]),
+                true => right(c, width[i]).to_string(),
+                false => left(c, width[i]).to_string(),
             });
             out += &line(cells.collect());
             if n == 0 {
