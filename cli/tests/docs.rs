@@ -418,3 +418,79 @@ fn readme_usage_matches_help() {
         );
     }
 }
+
+/// Each command's help describes its own options: no `-f` of `encode` in `decode` and
+/// `extract`, no several inputs in `extract`, BEST as it codes.
+#[test]
+fn help_says_what_each_command_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let option = |help: &str, flag: &str| -> String {
+        let at = help
+            .find(flag)
+            .unwrap_or_else(|| panic!("{flag} in {help}"));
+        help[at..].lines().next().unwrap().to_string()
+    };
+    for command in ["decode", "extract"] {
+        for h in ["-h", "--help"] {
+            let help = text_of(d, &[command, h]);
+            assert!(!help.contains("encode:"), "{command} {h}: {help}");
+            let force = option(&help, "-f, --force");
+            assert!(!force.contains("compress"), "{command}: {force}");
+        }
+    }
+    let extract = text_of(d, &["extract", "--help"]);
+    assert!(!extract.contains("several inputs"), "{extract}");
+    let encode = text_of(d, &["encode", "--help"]);
+    assert!(!encode.contains("range coder on every"), "{encode}");
+    assert!(
+        encode.contains("compress inputs that already end in .sc"),
+        "{encode}"
+    );
+}
+
+/// `sc info` labels its transform and codec lines, points to `sc help formats`, and counts
+/// "1 block", "1 plane".
+#[test]
+fn info_labels_its_lines_and_counts_in_words() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let tiny = concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata/tiny.safetensors");
+    fs::copy(tiny, d.join("t.safetensors")).unwrap();
+    ok(sc(
+        d,
+        &["encode", "-q", "-m", "best", "t.safetensors"],
+        None,
+    ));
+    let info = text_of(d, &["info", "t.safetensors.sc"]);
+    let json = json_of(d, &["info", "--json", "t.safetensors.sc"]);
+    let label = |name: &str| {
+        let at = info
+            .find(&format!("\n{name}:"))
+            .unwrap_or_else(|| panic!("{info}"));
+        info[at + 1..].lines().next().unwrap().to_string()
+    };
+    assert!(label("transforms").contains("sc help formats"), "{info}");
+    assert!(label("codecs").contains("sc help formats"), "{info}");
+    // Each transform and codec of the archive is listed under its label.
+    let under = |name: &str| -> Vec<String> {
+        let at = info.find(&format!("\n{name}:")).unwrap();
+        info[at + 1..]
+            .lines()
+            .skip(1)
+            .take_while(|l| l.starts_with("  "))
+            .map(|l| l.split_whitespace().next().unwrap().to_string())
+            .collect()
+    };
+    let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    assert_eq!(under("transforms"), keys(&json["transforms"]), "{info}");
+    assert_eq!(under("codecs"), keys(&json["codecs"]), "{info}");
+    assert!(
+        !info.contains(" 1 blocks") && !info.contains(" 1 planes"),
+        "{info}"
+    );
+    assert!(
+        info.contains(" 1 block,") && info.contains(" 1 plane,"),
+        "{info}"
+    );
+}

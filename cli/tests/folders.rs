@@ -175,7 +175,7 @@ fn folder_usage_errors() {
     fs::write(tmp.path().join("file"), b"x").unwrap();
     fails(
         sc(tmp.path(), &["encode", "model", "-o", "file"], None),
-        "not a directory",
+        "-o names the folder the outputs go in, and it is a file",
     );
     // An output folder inside the input is not walked into.
     ok(sc(

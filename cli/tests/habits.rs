@@ -233,15 +233,7 @@ fn several_inputs_need_a_folder_and_never_meet() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
     three(d);
-    // -o must name an existing folder.
-    fails(
-        sc(
-            d,
-            &["encode", "a.safetensors", "b.safetensors", "-o", "x.sc"],
-            None,
-        ),
-        "with several inputs, -o names the folder",
-    );
+    // -o must name a folder, not a file.
     fs::write(d.join("file"), b"x").unwrap();
     fails(
         sc(
@@ -249,9 +241,9 @@ fn several_inputs_need_a_folder_and_never_meet() {
             &["encode", "a.safetensors", "b.safetensors", "-o", "file"],
             None,
         ),
-        "-o names the folder",
+        "with several inputs or a folder, -o names the folder",
     );
-    assert!(!d.join("x.sc").exists());
+    assert_eq!(fs::read(d.join("file")).unwrap(), b"x");
     // Two inputs with one output name, from two folders into one: refused, nothing written.
     fs::create_dir_all(d.join("p")).unwrap();
     fs::create_dir_all(d.join("q")).unwrap();
@@ -327,9 +319,314 @@ fn shorthands_and_aliases() {
     assert_eq!(out.stdout, fs::read(SAMPLE).unwrap());
     assert!(out.stderr.is_empty());
     ok(sc(d, &["--decompress", "-f", "c.safetensors.sc"], None));
-    // Plain `sc FILE` stays an error.
-    let run = sc(d, &["a.safetensors"], None);
+    // A name that is neither a command nor a file stays a usage error.
+    let run = sc(d, &["a.safetensor"], None);
     assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
+}
+
+#[test]
+fn zstd_spellings_of_the_commands() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    fs::copy(TINY, d.join("t.safetensors")).unwrap();
+    // `sc FILE` compresses, as `zstd FILE` does; a level first does too.
+    ok(sc(d, &["-q", "t.safetensors"], None));
+    assert_eq!(
+        decoded(&d.join("t.safetensors.sc")),
+        fs::read(TINY).unwrap()
+    );
+    ok(sc(
+        d,
+        &["-9", "-f", "-q", "t.safetensors", "-o", "t9.sc"],
+        None,
+    ));
+    assert_eq!(mode(&d.join("t9.sc")), sc::Mode::Best);
+    // `sc ARCHIVE` says how to restore it.
+    fails(sc(d, &["t.safetensors.sc"], None), "sc -d t.safetensors.sc");
+    // `-t`/`--test` verify, `-l`/`--list` describe.
+    for test in ["-t", "--test"] {
+        let run = ok(sc(d, &[test, "t.safetensors.sc", "t9.sc"], None));
+        let out = String::from_utf8_lossy(&run.stdout);
+        assert!(
+            out.contains("t.safetensors.sc: OK") && out.contains("t9.sc: OK"),
+            "{out}"
+        );
+    }
+    fs::create_dir(d.join("one")).unwrap();
+    fs::copy(d.join("t9.sc"), d.join("one/t9.sc")).unwrap();
+    let run = ok(sc(d, &["-t", "one"], None));
+    let out = String::from_utf8_lossy(&run.stdout);
+    assert!(out.contains("total: 1 archive, 1 OK, 0 failed"), "{out}");
+    fs::write(d.join("bad.sc"), b"not an archive").unwrap();
+    let run = sc(d, &["-t", "bad.sc"], None);
+    assert_eq!(run.status.code(), Some(1), "{}", stderr(&run));
+    let help = ok(sc(d, &["--help"], None));
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        help.contains("`sc -t` verifies, `sc -l` is `sc info`"),
+        "{help}"
+    );
+    for list in ["-l", "--list"] {
+        let run = ok(sc(d, &["-q", list, "t9.sc"], None));
+        let out = String::from_utf8_lossy(&run.stdout);
+        assert!(out.contains("mode:        best"), "{out}");
+    }
+}
+
+/// Runs `sc args...` in `dir`, its stdin read from `stdin` (else empty), and returns its
+/// stdout and stderr.
+fn piped(dir: &Path, args: &[&str], stdin: &Path) -> (Vec<u8>, String) {
+    let run = ok(sc(dir, args, Some(stdin)));
+    let err = stderr(&run);
+    (run.stdout, err)
+}
+
+#[test]
+fn no_input_reads_stdin_and_writes_stdout() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    fs::copy(TINY, d.join("t.safetensors")).unwrap();
+    // `cat F | sc -z > F.sc`, `sc -d < F.sc > F`, `sc -t < F.sc`.
+    let (archive, _) = piped(d, &["-z", "-q"], &d.join("t.safetensors"));
+    fs::write(d.join("piped.sc"), &archive).unwrap();
+    assert_eq!(decoded(&d.join("piped.sc")), fs::read(TINY).unwrap());
+    let (back, _) = piped(d, &["-d", "-q"], &d.join("piped.sc"));
+    assert_eq!(back, fs::read(TINY).unwrap());
+    let (back, _) = piped(d, &["decompress"], &d.join("piped.sc"));
+    assert_eq!(back, fs::read(TINY).unwrap());
+    let (out, _) = piped(d, &["-t"], &d.join("piped.sc"));
+    assert!(String::from_utf8_lossy(&out).starts_with("stdin: OK"));
+    // -o still names the output.
+    piped(d, &["-z", "-q", "-o", "o.sc"], &d.join("t.safetensors"));
+    assert_eq!(decoded(&d.join("o.sc")), fs::read(TINY).unwrap());
+    // A terminal on stdin is not read: a usage error, as before.
+    for args in [&["-z"][..], &["decode"], &["-t"]] {
+        let (code, err) = sc_with_terminal(d, args, Tty::Stdin);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains("no INPUT given"), "{err}");
+    }
+}
+
+#[test]
+fn levels_are_numbers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    fs::copy(TINY, d.join("t.safetensors")).unwrap();
+    ok(sc(
+        d,
+        &["encode", "-q", "-9", "t.safetensors", "-o", "9.sc"],
+        None,
+    ));
+    ok(sc(
+        d,
+        &["encode", "-q", "-1", "t.safetensors", "-o", "1.sc"],
+        None,
+    ));
+    // A level above 9 is the highest, -9, with a note under -v; `-12` is not `-1 -2`.
+    for (args, name) in [
+        (&["-z", "-12"][..], "12.sc"),
+        (&["-z", "-19"], "19.sc"),
+        (&["-22", "-z"], "22.sc"),
+        (&["-z19"], "z19.sc"),
+        (&["encode", "--level", "40"], "40.sc"),
+    ] {
+        let mut all = args.to_vec();
+        all.extend(["-v", "t.safetensors", "-o", name]);
+        let err = stderr(&ok(sc(d, &all, None)));
+        assert!(
+            err.contains("above sc's highest level; coding with -9"),
+            "{err}"
+        );
+        assert_eq!(
+            fs::read(d.join(name)).unwrap(),
+            fs::read(d.join("9.sc")).unwrap()
+        );
+    }
+    let err = stderr(&ok(sc(
+        d,
+        &["-z", "-19", "-f", "t.safetensors", "-o", "q.sc"],
+        None,
+    )));
+    assert!(!err.contains("note"), "the note is for -v: {err}");
+    // Digits beside other flags, and values of options, are read as clap reads them.
+    ok(sc(
+        d,
+        &["-z", "-1q", "-T1", "t.safetensors", "-o", "1q.sc"],
+        None,
+    ));
+    assert_eq!(
+        fs::read(d.join("1q.sc")).unwrap(),
+        fs::read(d.join("1.sc")).unwrap()
+    );
+    // sc's levels are named by the errors for the ones it has not.
+    for level in ["-0", "--ultra", "--fast=3", "-00"] {
+        usage_error(sc(d, &["-z", level, "t.safetensors"], None), "-1 to -5");
+    }
+    assert!(!d.join("t.safetensors.sc").exists());
+    let help = String::from_utf8_lossy(&ok(sc(d, &["encode", "--help"], None)).stdout).into_owned();
+    assert!(help.contains("-19 mean -9"), "{help}");
+}
+
+#[test]
+fn verbose_output_to_a_device_is_not_read_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    fs::copy(TINY, d.join("t.safetensors")).unwrap();
+    for args in [
+        &["-v", "-z", "t.safetensors", "-o", "/dev/null"][..],
+        &["-v", "-z", "-c", "t.safetensors"],
+    ] {
+        let err = stderr(&ok(sc(d, args, None)));
+        assert!(!err.contains("cannot be read back"), "{err}");
+        assert!(
+            err.contains("codecs:  not shown: the archive is not a file"),
+            "{err}"
+        );
+    }
+    // A FIFO input is not read before it is decoded.
+    ok(sc(d, &["-q", "-z", "t.safetensors"], None));
+    let fifo = d.join("fifo.sc");
+    let made = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo only reads the path.
+    assert_eq!(unsafe { libc::mkfifo(made.as_ptr(), 0o600) }, 0);
+    let archive = fs::read(d.join("t.safetensors.sc")).unwrap();
+    let writer = std::thread::spawn(move || {
+        let _ = fs::write(&fifo, archive);
+    });
+    let err = stderr(&ok(sc(d, &["-v", "-d", "fifo.sc", "-o", "back"], None)));
+    writer.join().unwrap();
+    assert_eq!(
+        fs::read(d.join("back")).unwrap(),
+        fs::read(TINY).unwrap(),
+        "{err}"
+    );
+}
+
+#[test]
+fn output_folder_is_one_rule() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    three(d);
+    // One input: an existing folder, or a name ending in '/', is the folder to write in.
+    fs::create_dir(d.join("out")).unwrap();
+    ok(sc(d, &["-z", "-q", "b.safetensors", "-o", "out"], None));
+    assert_eq!(
+        decoded(&d.join("out/b.safetensors.sc")),
+        fs::read(TINY).unwrap()
+    );
+    ok(sc(
+        d,
+        &["-z", "-q", "b.safetensors", "-o", "new/deeper/"],
+        None,
+    ));
+    assert!(d.join("new/deeper/b.safetensors.sc").is_file());
+    ok(sc(
+        d,
+        &["-d", "-q", "out/b.safetensors.sc", "-o", "back/"],
+        None,
+    ));
+    assert_eq!(
+        fs::read(d.join("back/b.safetensors")).unwrap(),
+        fs::read(TINY).unwrap()
+    );
+    // Otherwise a file, as before.
+    ok(sc(d, &["-z", "-q", "b.safetensors", "-o", "b.sc"], None));
+    assert_eq!(decoded(&d.join("b.sc")), fs::read(TINY).unwrap());
+    // stdin has no name to write in a folder.
+    let run = sc(d, &["-z", "-o", "out/"], Some(&d.join("b.safetensors")));
+    fails(run, "give -o a file name");
+    // Several inputs: the folder is made when missing, as for a folder input.
+    ok(sc(
+        d,
+        &["-z", "-q", "a.safetensors", "b.safetensors", "-o", "many"],
+        None,
+    ));
+    assert_eq!(
+        decoded(&d.join("many/a.safetensors.sc")),
+        fs::read(SAMPLE).unwrap()
+    );
+    assert!(d.join("many/b.safetensors.sc").is_file());
+    // The help states the rule.
+    let help = ok(sc(d, &["encode", "--help"], None));
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        help.contains("when OUT ends in '/' or is a folder"),
+        "{help}"
+    );
+}
+
+#[test]
+fn info_and_list_take_folders() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    three(d);
+    fs::create_dir_all(d.join("m/sub")).unwrap();
+    fs::copy(TINY, d.join("m/b.safetensors")).unwrap();
+    fs::copy(SAMPLE, d.join("m/sub/a.safetensors")).unwrap();
+    ok(sc(d, &["-z", "-q", "m", "-o", "packed"], None));
+    ok(sc(
+        d,
+        &[
+            "-z",
+            "-q",
+            "-m",
+            "best",
+            "m/b.safetensors",
+            "-o",
+            "packed/best.sc",
+        ],
+        None,
+    ));
+    let run = ok(sc(d, &["info", "packed"], None));
+    let out = String::from_utf8_lossy(&run.stdout);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 4, "{out}");
+    assert!(
+        lines[0].starts_with("packed/b.safetensors.sc: fast, 7544 -> "),
+        "{out}"
+    );
+    assert!(
+        lines[1].starts_with("packed/best.sc: best, 7544 -> "),
+        "{out}"
+    );
+    assert!(
+        lines[2].starts_with("packed/sub/a.safetensors.sc: fast, 3908400 -> "),
+        "{out}"
+    );
+    assert!(lines[2].ends_with(", 7 blocks, 10 tensors"), "{out}");
+    assert!(
+        lines[3].starts_with("total: 3 archives, 3923488 -> "),
+        "{out}"
+    );
+    let run = ok(sc(d, &["list", "packed"], None));
+    let out = String::from_utf8_lossy(&run.stdout);
+    let single = ok(sc(d, &["list", "packed/sub/a.safetensors.sc"], None));
+    let single = String::from_utf8_lossy(&single.stdout);
+    assert!(
+        out.contains(&format!("packed/sub/a.safetensors.sc:\n{single}")),
+        "{out}"
+    );
+    assert_eq!(out.matches("\nname ").count(), 3, "{out}");
+    // A damaged archive is a line of its own, and the run fails at the end.
+    fs::write(d.join("packed/bad.sc"), b"not an archive").unwrap();
+    let run = sc(d, &["info", "packed"], None);
+    assert_eq!(run.status.code(), Some(1));
+    let out = String::from_utf8_lossy(&run.stdout);
+    assert!(out.contains("packed/bad.sc: FAILED: "), "{out}");
+    assert!(
+        stderr(&run).contains("1 of 4 archives could not be read"),
+        "{}",
+        stderr(&run)
+    );
+    fails(
+        sc(d, &["info", "--json", "packed"], None),
+        "--json describes one archive",
+    );
+    fs::create_dir(d.join("empty")).unwrap();
+    fails(
+        sc(d, &["list", "empty"], None),
+        "no .sc archives found in empty",
+    );
 }
 
 #[test]
@@ -519,7 +816,7 @@ fn archives_are_skipped_by_encode_unless_forced() {
         err.starts_with("sc: warning: a.safetensors.sc already ends in .sc: skipped"),
         "{err}"
     );
-    assert!(err.contains("1 files, 1 fast, 0 failed"), "{err}");
+    assert!(err.contains("1 file, 1 fast, 0 failed"), "{err}");
     assert!(d.join("b.safetensors.sc").is_file() && !d.join("a.safetensors.sc.sc").exists());
     // Every input skipped: exit 1.
     let run = sc(d, &["encode", "a.safetensors.sc", "b.safetensors.sc"], None);
@@ -598,6 +895,69 @@ fn sc_on_terminal(dir: &Path, args: &[&str]) -> (Option<i32>, String, usize) {
     });
     let out = child.wait_with_output().unwrap();
     (out.status.code(), stderr(&out), reader.join().unwrap())
+}
+
+/// Which of `sc`'s streams [`sc_with_terminal`] puts on a terminal.
+enum Tty {
+    Stdin,
+    Stderr,
+}
+
+/// Runs `sc args...` in `dir` with its stdin or its stderr on a terminal (the other one
+/// empty or piped); returns its exit code and its stderr, as the terminal or the pipe got it.
+fn sc_with_terminal(dir: &Path, args: &[&str], on: Tty) -> (Option<i32>, String) {
+    let Pty {
+        mut controller,
+        terminal,
+    } = pty();
+    let tty = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NOCTTY)
+        .open(&terminal)
+        .unwrap();
+    let (stdin, stderr_to) = match on {
+        Tty::Stdin => (Stdio::from(tty), Stdio::piped()),
+        Tty::Stderr => (Stdio::null(), Stdio::from(tty)),
+    };
+    let child = Command::new(env!("CARGO_BIN_EXE_sc"))
+        .args(args)
+        .current_dir(dir)
+        .stdin(stdin)
+        .stdout(Stdio::piped())
+        .stderr(stderr_to)
+        .spawn()
+        .unwrap();
+    // Drained as the child writes, until its terminal end closes (EIO).
+    let reader = std::thread::spawn(move || {
+        let (mut got, mut buf) = (Vec::new(), vec![0u8; 1 << 16]);
+        while let Ok(k) = controller.read(&mut buf) {
+            if k == 0 {
+                break;
+            }
+            got.extend_from_slice(&buf[..k]);
+        }
+        got
+    });
+    let out = child.wait_with_output().unwrap();
+    let on_terminal = String::from_utf8_lossy(&reader.join().unwrap()).into_owned();
+    let err = match on {
+        Tty::Stdin => stderr(&out),
+        Tty::Stderr => on_terminal,
+    };
+    (out.status.code(), err)
+}
+
+#[test]
+fn progress_counts_in_the_summary_units() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    fs::copy(SAMPLE, d.join("a.safetensors")).unwrap();
+    let (code, err) = sc_with_terminal(d, &["-z", "-m", "best", "a.safetensors"], Tty::Stderr);
+    assert_eq!(code, Some(0), "{err}");
+    // The bar was drawn (and cleared); it counts in MB and MB/s as the summary does.
+    assert!(err.contains(" eta ") && err.contains(" MB/s"), "{err:?}");
+    assert!(!err.contains("iB"), "{err:?}");
 }
 
 #[test]

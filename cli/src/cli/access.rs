@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
 pub(super) struct ListArgs {
-    /// Archive of a safetensors file
+    /// Archive of a safetensors file, or a folder: a table for each archive below it
     input: PathBuf,
     /// Print one JSON document: every tensor's name, dtype, shape, offsets, original and
     /// stored bytes, and the archive's split
@@ -134,6 +134,14 @@ fn list_json(path: &Path, archive: &Archive<File>, sizes: &StoredBytes) -> Resul
 }
 
 pub(super) fn list(a: &ListArgs) -> Result<()> {
+    if super::folder::is_dir(&a.input) {
+        return super::catalog::list(&a.input, a.json, |p| {
+            list(&ListArgs {
+                input: p.to_path_buf(),
+                json: false,
+            })
+        });
+    }
     let archive = open(&a.input, None)?;
     let sizes = archive.stored_bytes();
     if a.json {

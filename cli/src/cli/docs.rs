@@ -145,7 +145,21 @@ pub fn command() -> Command {
             a.value_parser(PossibleValuesParser::new(topics))
         })
     });
-    lab::with_heading(cmd)
+    lab::with_heading(worded(cmd))
+}
+
+/// The help of options shared between commands, said as it applies to each.
+fn worded(cmd: Command) -> Command {
+    cmd.mut_subcommand("encode", |c| {
+        c.mut_arg("force", |a| {
+            a.help("Overwrite existing outputs; write binary data to a terminal; compress inputs that already end in .sc")
+        })
+    })
+    .mut_subcommand("extract", |c| {
+        c.mut_arg("output", |a| {
+            a.help("Output file ('-' for stdout), or a folder to write it in under its default name: when OUT ends in '/' (created if missing) or is a folder")
+        })
+    })
 }
 
 /// The command line as completions and man pages describe it: the experiment commands, hidden

@@ -217,15 +217,8 @@ where
     }
     let target = out.output.as_deref();
     let several = inputs.len() > 1;
-    match target {
-        Some(t) if several && !t.is_dir() => bail!(
-            "-o {}: with several inputs, -o names the folder for all outputs, and it is not one",
-            t.display()
-        ),
-        Some(t) if t.exists() && !t.is_dir() => {
-            bail!("{} exists and is not a directory", t.display())
-        }
-        _ => {}
+    if let Some(t) = target.filter(|t| t.exists() && !t.is_dir()) {
+        bail!(super::outdir::not_a_folder(t));
     }
     let mut jobs = Vec::new();
     for input in inputs {
@@ -473,10 +466,10 @@ fn report(
     }
     let _ = writeln!(
         t,
-        "{} {total_in:>14} {total_out:>14} {:>7.2}%           {} files, {coded} {verb}, {failed} failed",
+        "{} {total_in:>14} {total_out:>14} {:>7.2}%           {}, {coded} {verb}, {failed} failed",
         left("total", width),
         100.0 * total_out as f64 / total_in.max(1) as f64,
-        jobs.len()
+        super::text::count(jobs.len() as u64, "file")
     );
     if !quiet || failed > 0 {
         note(format_args!("{}", t.trim_end()));

@@ -1,7 +1,7 @@
 //! `sc info`: what an archive holds, read without decoding it: a short summary for people,
 //! one JSON document for scripts, the kept safetensors header on request.
 
-use super::text::{printable, write_printable};
+use super::text::{count, printable, write_printable};
 use super::{hex, json, write_stdout};
 use anyhow::{Context, Result};
 use clap::Args;
@@ -18,7 +18,7 @@ const LARGEST_SHOWN: usize = 5;
 
 #[derive(Args, Debug)]
 pub(super) struct InfoArgs {
-    /// Archive to describe
+    /// Archive to describe, or a folder: one line per archive below it
     input: PathBuf,
     /// Print one JSON document: mode, sizes, blocks, transforms, codecs, dtypes, metadata
     #[arg(long)]
@@ -29,6 +29,9 @@ pub(super) struct InfoArgs {
 }
 
 pub(super) fn info(a: &InfoArgs) -> Result<()> {
+    if super::folder::is_dir(&a.input) {
+        return super::catalog::info(&a.input, a.json, a.header);
+    }
     let mut f =
         File::open(&a.input).with_context(|| format!("cannot open {}", a.input.display()))?;
     let info = sc::inspect(&mut f).with_context(|| format!("reading {}", a.input.display()))?;
@@ -110,10 +113,10 @@ fn summary(
     )?;
     writeln!(
         t,
-        "archive:     {} bytes ({:.2}% of original), {} blocks",
+        "archive:     {} bytes ({:.2}% of original), {}",
         info.archive_len,
         percent(info.archive_len, orig),
-        info.blocks
+        count(info.blocks, "block")
     )?;
     if info.kind == Kind::Safetensors {
         let (kept, stored) = (info.kept_header_len, info.kept_header_stored);
@@ -138,15 +141,21 @@ fn summary(
             info.repeated_tensors
         )?;
     }
+    writeln!(
+        t,
+        "transforms:  how blocks were split into planes (sc help formats)"
+    )?;
     for (name, u) in &info.transforms {
-        writeln!(t, "  {name:<9} {} blocks, {} bytes", u.blocks, u.original)?;
+        let blocks = count(u.blocks, "block");
+        writeln!(t, "  {name:<9} {blocks}, {} bytes", u.original)?;
     }
+    writeln!(t, "codecs:      how planes were coded (sc help formats)")?;
     for (codec, u) in &info.codecs {
-        let (planes, raw, coded) = (u.planes, u.original, u.coded);
+        let (planes, raw, coded) = (count(u.planes, "plane"), u.original, u.coded);
         let pct = percent(coded, raw);
         writeln!(
             t,
-            "  {codec:<9} {planes} planes, {raw} -> {coded} bytes ({pct:.2}%)"
+            "  {codec:<9} {planes}, {raw} -> {coded} bytes ({pct:.2}%)"
         )?;
     }
     let Some(tensors) = &info.tensors else {

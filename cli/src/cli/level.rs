@@ -11,35 +11,61 @@ use sc::{Mode, SignModels};
 /// (smallest; such blocks decode about 1.4x slower).
 const LAST_FAST: u8 = 5;
 
-/// The ids of the level flags: `-1` ... `-9`, `--fast` and `--best`.
-const IDS: [&str; 11] = ["1", "2", "3", "4", "5", "6", "7", "8", "9", "fast", "best"];
+/// The highest level: a higher one (zstd's `-19`, `-22`) means this one.
+pub const HIGHEST: u32 = 9;
 
-/// The mode a level flag asks for.
-fn mode_of(id: &str) -> Option<Mode> {
-    match id {
-        "fast" => Some(Mode::Fast),
-        "best" => Some(Mode::Best),
-        n => match n.parse::<u8>().ok()? {
-            1..=LAST_FAST => Some(Mode::Fast),
-            _ => Some(Mode::Best),
-        },
+/// The ids of the level flags: `-1` ... `-9`, `--level N` (what [`super::argv`] makes of `-N`
+/// above 9), `--fast` and `--best`.
+const IDS: [&str; 12] = [
+    "1", "2", "3", "4", "5", "6", "7", "8", "9", "level", "fast", "best",
+];
+
+/// A level flag as given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Given {
+    /// `-N` (or `--level N`).
+    Number(u32),
+    /// `--fast`.
+    Fast,
+    /// `--best`.
+    Best,
+}
+
+impl Given {
+    /// The mode the flag asks for.
+    fn mode(self) -> Mode {
+        match self {
+            Given::Fast => Mode::Fast,
+            Given::Best => Mode::Best,
+            Given::Number(n) if n <= u32::from(LAST_FAST) => Mode::Fast,
+            Given::Number(_) => Mode::Best,
+        }
+    }
+
+    /// How the flag is written.
+    fn text(self) -> String {
+        match self {
+            Given::Fast => "--fast".into(),
+            Given::Best => "--best".into(),
+            Given::Number(n) => format!("-{n}"),
+        }
     }
 }
 
 /// The level flags of `encode`.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Level {
-    /// The mode the last level flag asked for, if any was given, and how it was written.
-    pub mode: Option<(Mode, char)>,
+    /// The last level flag given, if any.
+    pub given: Option<Given>,
 }
 
 impl Level {
     /// The mode to code with: the level's, or `-m`'s, which must agree with it.
     pub fn resolve(&self, m: Option<Mode>) -> Result<Mode, String> {
-        match (self.mode, m) {
-            (Some((level, flag)), Some(m)) if level != m => Err(format!(
+        match (self.given.map(|g| (g.mode(), g)), m) {
+            (Some((level, given)), Some(m)) if level != m => Err(format!(
                 "the level flag {} means -m {} and contradicts -m {}",
-                flag_text(flag),
+                given.text(),
                 level.name(),
                 m.name()
             )),
@@ -49,33 +75,33 @@ impl Level {
     }
 
     /// Where the level asks BEST to use its sign models: nowhere for `-6`, everywhere they
-    /// code a block smaller for `-9`, else where they pay.
+    /// code a block smaller for `-9` (and the levels above it), else where they pay.
     pub fn sign_models(&self) -> SignModels {
-        match self.mode {
-            Some((_, '6')) => SignModels::Off,
-            Some((_, '9')) => SignModels::Everywhere,
+        match self.given {
+            Some(Given::Number(6)) => SignModels::Off,
+            Some(Given::Number(n)) if n >= HIGHEST => SignModels::Everywhere,
             _ => SignModels::Paying,
+        }
+    }
+
+    /// The note `-v` prints for a level above the highest, which codes as the highest.
+    pub fn note(&self) -> Option<String> {
+        match self.given {
+            Some(Given::Number(n)) if n > HIGHEST => Some(format!(
+                "sc: note: -{n} is above sc's highest level; coding with -{HIGHEST}"
+            )),
+            _ => None,
         }
     }
 }
 
 /// The mode and sign models that the flag `-N` asks for, for a level `n` of 1 to 9.
 pub fn numbered(n: u8) -> Option<(Mode, SignModels)> {
-    let flag = char::from_digit(n.into(), 10).filter(|&c| c != '0')?;
-    let mode = mode_of(&n.to_string())?;
-    let level = Level {
-        mode: Some((mode, flag)),
-    };
-    Some((mode, level.sign_models()))
-}
-
-/// How the flag `c` (a digit, or `f`/`b` for `--fast`/`--best`) is written.
-fn flag_text(c: char) -> String {
-    match c {
-        'f' => "--fast".into(),
-        'b' => "--best".into(),
-        d => format!("-{d}"),
-    }
+    let given = Given::Number(u32::from(n));
+    let level = Level { given: Some(given) };
+    (1..=HIGHEST)
+        .contains(&u32::from(n))
+        .then(|| (given.mode(), level.sign_models()))
 }
 
 impl FromArgMatches for Level {
@@ -88,9 +114,20 @@ impl FromArgMatches for Level {
     fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
         // The flags override each other, so at most one is still set.
         for id in IDS {
-            if m.try_get_one::<bool>(id).ok().flatten() == Some(&true) {
-                let flag = id.chars().next().unwrap_or('f');
-                self.mode = mode_of(id).map(|mode| (mode, flag));
+            let set = m.try_get_one::<bool>(id).ok().flatten() == Some(&true);
+            let given = match id {
+                "level" => m
+                    .try_get_one::<u32>(id)
+                    .ok()
+                    .flatten()
+                    .map(|&n| Given::Number(n)),
+                _ if !set => None,
+                "fast" => Some(Given::Fast),
+                "best" => Some(Given::Best),
+                n => Some(Given::Number(n.parse().unwrap_or(HIGHEST))),
+            };
+            if given.is_some() {
+                self.given = given;
             }
         }
         Ok(())
@@ -108,13 +145,21 @@ impl Args for Level {
             let short = id.chars().next().filter(char::is_ascii_digit)?;
             Some(flag(id).short(short).hide(true))
         });
+        let above = Arg::new("level")
+            .long("level")
+            .value_name("N")
+            .value_parser(clap::value_parser!(u32).range(1..))
+            .overrides_with_all(IDS)
+            .hide(true);
         cmd.args(digits)
+            .arg(above)
             .arg(flag("fast").long("fast").help(format!(
                 "FAST mode (the default), as -m fast; so are -1 to -{LAST_FAST}"
             )))
             .arg(flag("best").long("best").help(format!(
-                "BEST mode, as -m best; so are -{} to -9 (-6: no sign models, decodes faster; \
-                 -9: sign models on every block they make smaller, smallest)",
+                "BEST mode, as -m best; so are -{} to -{HIGHEST} (-6: no sign models, decodes \
+                 faster; -{HIGHEST}: sign models on every block they make smaller, smallest; \
+                 higher levels such as -19 mean -{HIGHEST})",
                 LAST_FAST + 1
             )))
     }
@@ -128,29 +173,34 @@ impl Args for Level {
 mod tests {
     use super::*;
 
+    fn level(n: u32) -> Level {
+        Level {
+            given: Some(Given::Number(n)),
+        }
+    }
+
     #[test]
     fn levels_map_onto_modes() {
-        assert_eq!(mode_of("1"), Some(Mode::Fast));
-        assert_eq!(mode_of("5"), Some(Mode::Fast));
-        assert_eq!(mode_of("6"), Some(Mode::Best));
-        assert_eq!(mode_of("9"), Some(Mode::Best));
-        assert_eq!(mode_of("best"), Some(Mode::Best));
-        let nine = Level {
-            mode: Some((Mode::Best, '9')),
-        };
-        assert_eq!(nine.resolve(Some(Mode::Best)), Ok(Mode::Best));
-        assert_eq!(nine.sign_models(), SignModels::Everywhere);
-        let six = Level {
-            mode: Some((Mode::Best, '6')),
-        };
-        assert_eq!(six.sign_models(), SignModels::Off);
+        assert_eq!(level(1).resolve(None), Ok(Mode::Fast));
+        assert_eq!(level(5).resolve(None), Ok(Mode::Fast));
+        assert_eq!(level(6).resolve(None), Ok(Mode::Best));
+        assert_eq!(level(19).resolve(None), Ok(Mode::Best));
+        assert_eq!(level(9).resolve(Some(Mode::Best)), Ok(Mode::Best));
+        assert_eq!(level(9).sign_models(), SignModels::Everywhere);
+        assert_eq!(level(22).sign_models(), SignModels::Everywhere);
+        assert_eq!(level(6).sign_models(), SignModels::Off);
         let best = Level {
-            mode: Some((Mode::Best, 'b')),
+            given: Some(Given::Best),
         };
         assert_eq!(best.sign_models(), SignModels::Paying);
         assert_eq!(Level::default().sign_models(), SignModels::Paying);
-        assert!(nine.resolve(Some(Mode::Fast)).unwrap_err().contains("-9"));
+        assert!(level(9)
+            .resolve(Some(Mode::Fast))
+            .unwrap_err()
+            .contains("-9"));
         assert_eq!(Level::default().resolve(None), Ok(Mode::Fast));
+        assert!(level(19).note().is_some_and(|n| n.contains("-19")));
+        assert_eq!(level(9).note(), None);
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! The `sc` command line: argument parsing and the thin glue between files and the library.
 
 mod access;
+mod argv;
 mod base;
+mod catalog;
 mod collide;
 mod docs;
 mod folder;
@@ -9,6 +11,7 @@ mod info;
 mod json;
 mod lab;
 pub(crate) mod level;
+mod outdir;
 mod output;
 mod process;
 mod remove;
@@ -39,6 +42,8 @@ use std::time::Instant;
     propagate_version = true,
     disable_help_subcommand = true,
     after_help = "`sc -z FILE...` is `sc encode FILE...`, `sc -d FILE...` is `sc decode FILE...`.\n\
+                  As in zstd: `sc FILE...` and `sc -19 FILE` encode, `sc -t` verifies, `sc -l` is \
+                  `sc info`, and with no FILE stdin is read (unless a terminal).\n\
                   `sc help formats` says which split each dtype gets."
 )]
 pub struct Cli {
@@ -124,6 +129,14 @@ pub fn parse_from(
     args: impl IntoIterator<Item = impl Into<OsString> + Clone>,
 ) -> std::result::Result<Cli, clap::Error> {
     let mut cmd = docs::command();
+    let args = args.into_iter().map(Into::into).collect();
+    let args = argv::rewrite(args, &cmd).map_err(|r| {
+        cmd.build();
+        match cmd.find_subcommand_mut(&r.command) {
+            Some(sub) => sub.error(ErrorKind::InvalidValue, r.message),
+            None => cmd.error(ErrorKind::InvalidValue, r.message),
+        }
+    })?;
     let matches = cmd.try_get_matches_from_mut(args)?;
     let mut cli = Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut cmd))?;
     if let Err(msg) = cli.settle(cmd.get_bin_name()) {
@@ -144,20 +157,41 @@ impl Cli {
         match &mut self.command {
             Command::Encode(a) => {
                 a.mode = Some(a.level.resolve(a.mode)?);
+                stdin_when_none(&mut a.inputs)?;
                 several_inputs(&a.inputs, &a.out)?;
                 a.common.talk = talk;
+                if let Some(note) = a.level.note().filter(|_| talk.verbose()) {
+                    self::note(format_args!("{note}"));
+                }
             }
             Command::Decode(a) => {
+                stdin_when_none(&mut a.inputs)?;
                 several_inputs(&a.inputs, &a.out)?;
                 a.common.talk = talk;
             }
-            Command::Verify(a) => a.common.talk = talk,
+            Command::Verify(a) => {
+                stdin_when_none(&mut a.paths)?;
+                a.common.talk = talk;
+            }
             Command::Extract(a) => a.common.talk = talk,
             Command::Completions(a) => a.invoked(invoked),
             _ => {}
         }
         Ok(())
     }
+}
+
+/// No input named: stdin, as zstd and gzip read it, unless it is a terminal (or closed).
+fn stdin_when_none(inputs: &mut Vec<PathBuf>) -> std::result::Result<(), String> {
+    if inputs.is_empty() {
+        if process::stdin_closed() || io::stdin().is_terminal() {
+            return Err(
+                "no INPUT given: name files or folders, or pipe the data into stdin".into(),
+            );
+        }
+        inputs.push(PathBuf::from("-"));
+    }
+    Ok(())
 }
 
 /// Several inputs each go to their own output: not one of them stdin, and not to stdout.
@@ -190,14 +224,14 @@ struct Common {
 
 #[derive(Args, Debug)]
 struct OutputArgs {
-    /// Output file ('-' for stdout); with several inputs, the folder for all outputs
+    /// Output file ('-' for stdout), or a folder the outputs go in (created if missing): when
+    /// OUT ends in '/' or is a folder, and with several inputs or a folder input (mirrored in it)
     #[arg(short, long, value_name = "OUT")]
     output: Option<PathBuf>,
     /// Write to stdout
     #[arg(short = 'c', long, conflicts_with = "output")]
     stdout: bool,
-    /// Overwrite existing outputs; write binary data to a terminal; encode: compress inputs
-    /// that already end in .sc
+    /// Overwrite existing outputs; write binary data to a terminal
     #[arg(short, long)]
     force: bool,
 }
@@ -217,21 +251,22 @@ impl OutputArgs {
 
 #[derive(Args, Debug)]
 struct EncodeArgs {
-    /// Files, folders, or '-' for stdin (several: one table at the end)
+    /// Files, folders, or '-' for stdin (none: stdin, unless a terminal; several: one table)
     ///
     /// A file becomes FILE.sc beside it (a name already ending in .sc is skipped, unless -f).
     /// A folder: every *.safetensors below it gets an archive beside it; with -o OUTDIR the
     /// folder is mirrored there instead, other files copied, so decoding OUTDIR gives the
-    /// folder back. '-' reads stdin and writes stdout (or -o). Several inputs, files and
+    /// folder back. '-' reads stdin and writes stdout (or -o), and so does no INPUT when stdin
+    /// is not a terminal (`cat F | sc -z > F.sc`). Several inputs, files and
     /// folders mixed, are one run: each to its default output, or all into the folder -o
     /// names (a folder under its own name); two files are coded at a time, a failed one does
     /// not stop the others, one table at the end lists them all, and the run exits 1 if any
     /// failed. Two inputs that would be written to one path are refused before anything is
     /// written.
-    #[arg(required = true, value_name = "INPUT")]
+    #[arg(value_name = "INPUT")]
     inputs: Vec<PathBuf>,
-    /// fast: Huffman-coded exponent plane, raw low plane (default); best: range coder on every
-    /// plane. `sc help formats` says more
+    /// fast: Huffman codes, near-random planes stored as they are (default); best: adaptive
+    /// range coding, smaller and slower. `sc help formats` says more
     #[arg(short, long, value_parser = mode_parser())]
     mode: Option<Mode>,
     #[command(flatten)]
@@ -270,17 +305,18 @@ impl EncodeArgs {
 
 #[derive(Args, Debug)]
 struct DecodeArgs {
-    /// Archives, folders, or '-' for stdin (several: one table at the end)
+    /// Archives, folders, or '-' for stdin (none: stdin, unless a terminal; several: one table)
     ///
     /// FILE.sc is restored to FILE beside it (an archive without the .sc suffix needs -o).
     /// A folder: every *.sc below it is restored beside itself; with -o OUTDIR the folder is
-    /// mirrored there instead, other files copied. '-' reads stdin and writes stdout (or -o).
+    /// mirrored there instead, other files copied. '-' reads stdin and writes stdout (or -o),
+    /// and so does no INPUT when stdin is not a terminal (`sc -d < F.sc > F`).
     /// Several inputs, archives and folders mixed, are one run: each to its default output, or
     /// all into the folder -o names (a folder under its own name); two files are decoded at a
     /// time, a failed one does not stop the others, one table at the end lists them all, and
     /// the run exits 1 if any failed. Two inputs that would be written to one path are
     /// refused before anything is written.
-    #[arg(required = true, value_name = "INPUT")]
+    #[arg(value_name = "INPUT")]
     inputs: Vec<PathBuf>,
     /// Also compute the output's MD5 and compare it with the recorded one (block checksums are
     /// always checked)
@@ -302,9 +338,10 @@ struct DecodeArgs {
 
 #[derive(Args, Debug)]
 struct VerifyArgs {
-    /// Archives, or directories holding them (every *.sc below). `ARCHIVE ORIGINAL`: a second
-    /// path that is not an archive is the original file, whose MD5 must equal the archive's
-    #[arg(required = true, value_name = "PATH")]
+    /// Archives, or directories holding them (every *.sc below); none: stdin, unless a
+    /// terminal. `ARCHIVE ORIGINAL`: a second path that is not an archive is the original file,
+    /// whose MD5 must equal the archive's
+    #[arg(value_name = "PATH")]
     paths: Vec<PathBuf>,
     #[command(flatten)]
     base: base::BaseArg,
@@ -509,6 +546,7 @@ fn destination(
 ) -> Result<Option<PathBuf>> {
     let dest = match &out.output {
         Some(o) if is_stdio(o) => None,
+        Some(o) if outdir::is_folder(o) => Some(outdir::inside(o, input, &default)?),
         Some(o) => Some(o.clone()),
         None if out.stdout || is_stdio(input) => None,
         None => Some(default(input)?),
@@ -534,8 +572,9 @@ fn progress_bar(total: Option<u64>, quiet: bool) -> ProgressBar {
     }
     let bar = match total {
         Some(t) => ProgressBar::new(t).with_style(
+            // Decimal units, as the summary's MB/s.
             ProgressStyle::with_template(
-                "{bar:40} {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+                "{bar:40} {decimal_bytes}/{decimal_total_bytes} {decimal_bytes_per_sec} eta {eta}",
             )
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
         ),
@@ -613,8 +652,9 @@ fn already_archive(input: &Path, force: bool) -> Option<String> {
     let archive = !force && !is_stdio(input) && input.extension().is_some_and(|e| e == "sc");
     archive.then(|| {
         format!(
-            "{} already ends in .sc: skipped (-f compresses it all the same)",
-            name(input)
+            "{} already ends in .sc: skipped (sc -d {} restores it; -f compresses it all the same)",
+            name(input),
+            input.display()
         )
     })
 }
@@ -651,9 +691,12 @@ fn encoded_lines(
     details(summary, dest.and_then(inspect_file), start)
 }
 
-/// The description of the archive file `path` (`None` for stdin and stdout).
+/// The description of the archive file `path`; `None` unless it is a regular file: stdin and
+/// stdout, and a device or FIFO, which reading would not give back what was written (or would
+/// take it from the decoder).
 fn inspect_file(path: &Path) -> Option<sc::Result<sc::ArchiveInfo>> {
-    (!is_stdio(path)).then(|| {
+    let regular = !is_stdio(path) && std::fs::metadata(path).is_ok_and(|m| m.is_file());
+    regular.then(|| {
         File::open(path)
             .map_err(sc::Error::from)
             .and_then(|mut f| sc::inspect(&mut f))
@@ -681,7 +724,7 @@ fn details(
                 .iter()
                 .map(|(name, u)| {
                     let pct = 100.0 * u.coded as f64 / u.original.max(1) as f64;
-                    format!("{name} {} planes {pct:.2}%", u.planes)
+                    format!("{name} {} {pct:.2}%", text::count(u.planes, "plane"))
                 })
                 .collect();
             let _ = write!(
@@ -697,7 +740,9 @@ fn details(
         Some(Err(e)) => {
             let _ = write!(t, "\n  codecs:  the archive cannot be read back: {e}");
         }
-        None => t.push_str("\n  codecs:  not shown for an archive on a stream"),
+        None => t.push_str(
+            "\n  codecs:  not shown: the archive is not a file to read back (a stream or device)",
+        ),
     }
     let _ = write!(t, "\n  time:    {secs:.3} s");
     t

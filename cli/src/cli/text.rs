@@ -47,6 +47,14 @@ pub fn write_printable<W: Write + ?Sized>(w: &mut W, s: &str) -> io::Result<()> 
     w.write_all(rest.as_bytes())
 }
 
+/// `n` and `noun`, plural unless `n` is 1: "1 block", "7 blocks".
+pub fn count(n: impl Into<u64>, noun: &str) -> String {
+    match n.into() {
+        1 => format!("1 {noun}"),
+        n => format!("{n} {noun}s"),
+    }
+}
+
 /// Text padded with spaces to a width in characters, for tables: `format!`'s own widths
 /// (`{:<w$}`) panic past 65,535, and a name in a file may be longer.
 pub struct Padded<'a> {

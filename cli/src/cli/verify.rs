@@ -1,7 +1,7 @@
 //! `sc verify` over many archives: one line per archive and a total, the MD5 verification run
 //! over a whole collection.
 
-use super::text::printable;
+use super::text::{count, printable};
 use super::{check_archive, hex, print_stdout, Common};
 use anyhow::{bail, Context, Result};
 use std::fs::File;
@@ -19,7 +19,7 @@ pub fn is_archive(p: &Path) -> bool {
 
 /// The archives to check: files as given, directories searched for `*.sc` files (recursively,
 /// in name order; symbolic links to directories are not followed, so there are no cycles).
-fn collect(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+pub fn collect(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for p in paths {
         if p.is_dir() {
@@ -90,9 +90,9 @@ pub fn many(paths: &[PathBuf], base: Option<&sc::Base>, common: &Common) -> Resu
     if !quiet {
         let secs = start.elapsed().as_secs_f64();
         print_stdout(&format!(
-            "total: {} archives, {} OK, {failed} failed; {bytes} bytes verified in {secs:.1} s \
+            "total: {}, {} OK, {failed} failed; {bytes} bytes verified in {secs:.1} s \
              ({:.0} MB/s)\n",
-            files.len(),
+            count(files.len() as u64, "archive"),
             files.len() - failed,
             bytes as f64 / 1e6 / secs.max(1e-9)
         ))?;
