@@ -3,6 +3,10 @@
 //! A base is read tensor by tensor, range by range, never loaded whole: from a safetensors file
 //! by positioned reads, from an `.sc` archive through its index (decoding only the blocks a
 //! range needs), from a folder of shards by tensor name, whatever the shard layout.
+//!
+//! This is where the library's one import cycle lives, and why (docs/ARCHITECTURE.md): a base
+//! may itself be an `.sc` archive, so `base` opens an [`Archive`], and reading an archive with
+//! references (`archive`, `pipeline::decode`, `pipeline::refs`) reaches `base` again.
 
 use crate::archive::Archive;
 use crate::error::{Error, Result};
