@@ -9,9 +9,9 @@
 //! references (`archive`, `pipeline::decode`, `pipeline::refs`) reaches `base` again.
 
 use crate::archive::Archive;
-use crate::error::{Error, Result};
+use crate::error::{Error, HeaderError, Result};
 use crate::read::{At, ReadAt};
-use crate::safetensors::{json_len, Header, TensorInfo, MAX_HEADER_LEN};
+use crate::safetensors::{read_header_at, TensorInfo};
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::fs::File;
@@ -161,19 +161,13 @@ fn open_shard(path: &Path) -> Result<(Shard, Vec<(TensorInfo, u64)>)> {
 /// The tensors of the safetensors file `file` of `len` bytes (at `path`, for errors), with
 /// where their bytes start.
 fn safetensors_tensors(path: &Path, file: &dyn ReadAt, len: u64) -> Result<Vec<(TensorInfo, u64)>> {
-    let mut first = [0u8; 8];
-    if len < 8 {
-        return Err(bad(path, "not a safetensors file or an sc archive"));
-    }
-    file.read_exact_at(&mut first, 0)?;
-    let n = json_len(&first);
-    if n > MAX_HEADER_LEN || n.saturating_add(8) > len {
-        return Err(bad(path, "not a safetensors file or an sc archive"));
-    }
-    let mut json = vec![0u8; n as usize];
-    file.read_exact_at(&mut json, 8)?;
-    let header = Header::parse(&json, Some(len - 8 - n))
-        .map_err(|e| bad(path, format!("not a valid safetensors file: {e}")))?;
+    let (header, n) = match read_header_at(len, |buf, at| file.read_exact_at(buf, at))? {
+        Ok(found) => found,
+        Err(HeaderError::TooShort | HeaderError::ImplausibleLength(_)) => {
+            return Err(bad(path, "not a safetensors file or an sc archive"))
+        }
+        Err(e) => return Err(bad(path, format!("not a valid safetensors file: {e}"))),
+    };
     Ok(header
         .tensors
         .into_iter()

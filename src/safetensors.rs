@@ -337,6 +337,27 @@ pub fn json_len(first8: &[u8; 8]) -> u64 {
     u64::from_le_bytes(*first8)
 }
 
+/// Reads and validates the header of a safetensors file of `len` bytes through `read_at`
+/// (which fills a buffer from an offset): the header and the length of its JSON text. Bytes
+/// that are not a safetensors file are `Ok(Err(why))`; a failed read is `Err`.
+pub fn read_header_at(
+    len: u64,
+    mut read_at: impl FnMut(&mut [u8], u64) -> std::io::Result<()>,
+) -> std::io::Result<Result<(Header, u64), HeaderError>> {
+    if len < 8 {
+        return Ok(Err(HeaderError::TooShort));
+    }
+    let mut first = [0u8; 8];
+    read_at(&mut first, 0)?;
+    let n = json_len(&first);
+    if n > MAX_HEADER_LEN || n.saturating_add(8) > len {
+        return Ok(Err(HeaderError::ImplausibleLength(n)));
+    }
+    let mut json = vec![0u8; n as usize];
+    read_at(&mut json, 8)?;
+    Ok(Header::parse(&json, Some(len - 8 - n)).map(|h| (h, n)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
