@@ -20,7 +20,10 @@ pub static SPEC: Spec = Spec {
         at.plane == 0 && at.transform.exponent_aligned() && raw6::pair_fits(coded_len, at.plane_len)
     },
     partner: Some(Codec::Raw6),
-    decode: Decode::Pair(decode_joint),
+    decode: Decode::Pair {
+        both: Some(decode_joint),
+        words: None,
+    },
 };
 
 /// The joint codec's constants: halving at 2^19, a window four times the byte model's, as

@@ -181,19 +181,16 @@ pub enum Decode {
         /// The codec of plane 0 and the decoder of both planes' payloads into both planes.
         fused: Option<(Codec, PairFn)>,
     },
-    /// Plane 0 of a pair: planes 0 and 1 from the payloads of both.
-    Pair(PairFn),
-    /// Plane 0 of a pair, as [`Decode::Pair`]; in an `exp16` block, `words` writes the block's
-    /// 16-bit elements itself, as [`Decode::PairWords`] does.
-    PairOrWords {
+    /// Plane 0 of a pair, decoded from the payloads of both planes: into the two planes
+    /// (`both`), or, in an `exp16` block, straight into the block's 16-bit elements with the
+    /// transform's merge folded in (`words`: `decode(payload0, payload1, scratch, block)`). A
+    /// codec has at least one of the two; a block decodes through `words` where it can.
+    Pair {
         /// Decodes both planes.
-        pair: PairFn,
+        both: Option<PairFn>,
         /// Decodes an `exp16` block's elements.
-        words: WordsFn,
+        words: Option<WordsFn>,
     },
-    /// Plane 0 of a pair that writes the block's 16-bit elements itself, the transform's merge
-    /// folded in: `decode(payload0, payload1, scratch, block)`.
-    PairWords(WordsFn),
     /// Plane 1 of a pair, decoded by the codec of plane 0.
     Partner,
     /// Plane 1 of a delta block, from its payload, the decoded plane 0 and the block's base

@@ -82,9 +82,7 @@ fn decode_plane(entry: &PlaneEntry, payload: &[u8], out: &mut [u8]) -> Result<()
         Decode::GivenPlane0 { .. } | Decode::GivenBase(_) => {
             Err(CodecError("plane decoded after plane 0 found alone"))
         }
-        Decode::Pair(_) | Decode::PairOrWords { .. } | Decode::PairWords(_) | Decode::Partner => {
-            Err(UNPAIRED)
-        }
+        Decode::Pair { .. } | Decode::Partner => Err(UNPAIRED),
     }
 }
 
@@ -121,7 +119,12 @@ fn decode_head<'a>(
 ) -> Result<[&'a [u8]; 2], CodecError> {
     let second = e[1].codec.spec().decode;
     match (e[0].codec.spec().decode, second) {
-        (Decode::Pair(decode) | Decode::PairOrWords { pair: decode, .. }, Decode::Partner) => {
+        (
+            Decode::Pair {
+                both: Some(decode), ..
+            },
+            Decode::Partner,
+        ) => {
             let (a, b) = (sized(s0, plane_len), sized(s1, plane_len));
             decode(parts[0], parts[1], a, b)?;
             Ok([s0, s1])
@@ -186,8 +189,7 @@ pub fn decode_block(
     let plane_len = record.transform.plane_len(out.len());
     let words = match record.planes[0].codec.spec().decode {
         // Validation placed such a codec only where its partner codes plane 1.
-        Decode::PairWords(decode) if n == 2 => Some(decode),
-        Decode::PairOrWords { words, .. } if record.transform == Transform::Exp16 => Some(words),
+        Decode::Pair { words, .. } if record.transform == Transform::Exp16 => words,
         _ => None,
     };
     if n == 1 {

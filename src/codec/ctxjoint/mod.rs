@@ -63,9 +63,9 @@ pub static SPEC: Spec = Spec {
         at.plane == 0 && at.transform.exponent_aligned() && raw6::pair_fits(coded_len, at.plane_len)
     },
     partner: Some(Codec::Raw6),
-    decode: Decode::PairOrWords {
-        pair: decode::<ROWS>,
-        words: decode_words::<ROWS>,
+    decode: Decode::Pair {
+        both: Some(decode::<ROWS>),
+        words: Some(decode_words::<ROWS>),
     },
 };
 
@@ -76,9 +76,9 @@ pub static TENSORS_SPEC: Spec = Spec {
     name: "ctxtensors",
     fits: SPEC.fits,
     partner: Some(Codec::Raw6),
-    decode: Decode::PairOrWords {
-        pair: decode::<PARTS>,
-        words: decode_words::<PARTS>,
+    decode: Decode::Pair {
+        both: Some(decode::<PARTS>),
+        words: Some(decode_words::<PARTS>),
     },
 };
 
@@ -89,9 +89,9 @@ pub static SIGNED_SPEC: Spec = Spec {
     name: "ctxsigns",
     fits: SPEC.fits,
     partner: Some(Codec::Signs),
-    decode: Decode::PairOrWords {
-        pair: decode::<SIGNED>,
-        words: decode_words::<SIGNED>,
+    decode: Decode::Pair {
+        both: Some(decode::<SIGNED>),
+        words: Some(decode_words::<SIGNED>),
     },
 };
 

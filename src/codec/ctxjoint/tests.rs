@@ -112,7 +112,11 @@ pub(in crate::codec) fn roundtrip_coded(
         raw6::encode(m, &mut r);
     }
     let (mut de, mut dm) = (vec![0xAA; e.len()], vec![0x55; e.len()]);
-    let Decode::PairOrWords { pair, words } = codec.spec().decode else {
+    let Decode::Pair {
+        both: Some(pair),
+        words: Some(words),
+    } = codec.spec().decode
+    else {
         unreachable!("ctxjoint decodes pairs or words")
     };
     pair(&p, &r, &mut de, &mut dm).unwrap();

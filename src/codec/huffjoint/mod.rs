@@ -28,7 +28,10 @@ pub static SPEC: Spec = Spec {
             && raw6::pair_fits(coded_len, at.plane_len)
     },
     partner: Some(Codec::Raw6),
-    decode: Decode::PairWords(decode),
+    decode: Decode::Pair {
+        both: None,
+        words: Some(decode),
+    },
 };
 
 /// The joint symbol of a BF16 word: its bits 14..5, the exponent and mantissa bits 6..5.
