@@ -151,13 +151,18 @@ pub(crate) fn test_rng(seed: u32) -> impl FnMut() -> u32 {
     }
 }
 
+pub use archive::decode_file;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub use archive::decode_slice;
+pub use archive::decode_to_vec;
 pub use archive::{AccessStats, Archive, StoredBytes};
 pub use base::Base;
 pub use choice::SignModels;
 pub use container::{Kind, Mode};
 pub use error::{Error, HeaderError, Result, TensorProblem};
 pub use inspect::{inspect, ArchiveInfo, CodecUse, Reference, TransformUse};
-pub use pipeline::decode::{decode, decode_file, decode_to_vec, DecodeOptions, DecodeReport};
+pub use pipeline::decode::{decode, DecodeOptions, DecodeReport};
 pub use pipeline::encode::{encode, encode_file, encode_to_vec, EncodeOptions, EncodeReport};
 pub use pipeline::{memory_needed, memory_needed_with_references, DEFAULT_MEMORY};
 pub use safetensors::{Dtype, TensorInfo};

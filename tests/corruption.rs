@@ -14,7 +14,7 @@ use sc::container::{
     BlockRecord, FileHeader, Footer, PlaneEntry, HEADER_FIXED_LEN, INDEX_ENTRY_LEN, MAX_BLOCK_SIZE,
     OLDEST_VERSION, TRAILER_LEN, VERSION,
 };
-use sc::pipeline::decode::decode_slice;
+use sc::decode_slice;
 use sc::transform::Transform;
 use sc::{decode, encode, inspect, Base, DecodeOptions, EncodeOptions, Error, Mode, SignModels};
 use std::alloc::{GlobalAlloc, Layout, System};

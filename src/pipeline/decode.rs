@@ -2,23 +2,20 @@
 
 use super::block::decode_block;
 use super::digest::DigestWorker;
-use super::mapped::MappedFile;
 use super::pool::Pool;
 use super::refs::{NoOwn, OwnBytes, Retained, Sources, Spans};
 use super::source::{Payload, Source, Stream};
 use super::{on_threads, ordered, Budget, Pools, DEFAULT_MEMORY};
-use crate::archive::Archive;
 use crate::base::Base;
 use crate::container::{checksum::hex, BlockRecord, FileHeader, Footer, IndexEntry, Kind, Mode};
 use crate::error::{Error, Result};
-use crate::read::{read_up_to, At};
+use crate::read::read_up_to;
 use crate::safetensors::{Header, TensorInfo};
-use std::fs::File;
-use std::io::{self, BufReader, Read, Seek, Write};
+use std::io::{self, Read, Write};
 use std::ops::Range;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-/// Settings for [`decode`], [`decode_file`] and [`decode_to_vec`]. Build them from
+/// Settings for [`decode`], [`decode_file`](crate::decode_file) and [`decode_to_vec`](crate::decode_to_vec). Build them from
 /// [`Default`] so that code keeps compiling when settings are added:
 ///
 /// ```
@@ -33,7 +30,7 @@ pub struct DecodeOptions<'a> {
     /// if there is one. Block checksums (XXH3-64) are always checked.
     pub check_md5: bool,
     /// Length of the archive when known; bounds every allocation by the real data.
-    /// [`decode_file`] and [`decode_to_vec`] know it themselves.
+    /// [`decode_file`](crate::decode_file) and [`decode_to_vec`](crate::decode_to_vec) know it themselves.
     pub archive_len: Option<u64>,
     /// Worker threads: 0 decodes on the current rayon pool (the global one, or the pool the
     /// caller runs in through `ThreadPool::install`); any other number on a pool of that many
@@ -52,7 +49,7 @@ pub struct DecodeOptions<'a> {
     /// whose tensors differ from the ones it was coded against ([`Error::BaseMismatch`]):
     /// both are found before anything is written. Archives without a base ignore it.
     pub base: Option<&'a Base>,
-    /// Read an archive file given to [`decode_file`] through memory maps (the default):
+    /// Read an archive file given to [`decode_file`](crate::decode_file) through memory maps (the default):
     /// blocks are decoded where the page cache holds them, but another process truncating
     /// the file meanwhile kills this one with SIGBUS. Off, the file is read with positioned
     /// reads, and a file truncated meanwhile is an error like any other.
@@ -240,27 +237,12 @@ pub(crate) fn decode_into(
     Ok(rec)
 }
 
-/// A seekable reader, for reading an archive a second time (the sources of its repeated
-/// tensors).
-pub(crate) trait ReadSeek: Read + Seek + Send {}
-impl<T: Read + Seek + Send> ReadSeek for T {}
-
-/// An archive opened a second time, reading the sources of its repeated tensors.
-impl<R: Read + Seek + Send> OwnBytes for Mutex<Archive<R>> {
-    fn read_own(&self, range: Range<u64>, out: &mut [u8]) -> Result<()> {
-        let mut archive = self
-            .lock()
-            .map_err(|_| Error::Io(io::Error::other("archive reader poisoned")))?;
-        archive.read_range_into(range, out)
-    }
-}
-
 /// Where a full decode reads the sources of repeated tensors.
 enum Own<'r> {
     /// There are none.
     None,
     /// The archive read a second time, through random access.
-    Again(Box<Mutex<Archive<Box<dyn ReadSeek + 'r>>>>),
+    Again(Box<dyn OwnBytes + 'r>),
     /// Kept from the output as it passes (a stream).
     Kept(Retained),
 }
@@ -322,89 +304,18 @@ pub fn decode<R: Read + Send, W: Write + Send>(
     })
 }
 
-/// Decompresses the archive `archive` (in memory, or a memory map of a file) into `output`,
-/// decoding its blocks where they lie instead of copying them out first.
-pub fn decode_slice<W: Write + Send>(
-    archive: &[u8],
-    output: W,
-    opts: &DecodeOptions,
-) -> Result<DecodeReport> {
-    let opts = DecodeOptions {
-        archive_len: Some(archive.len() as u64),
-        ..*opts
-    };
-    let again: Box<dyn ReadSeek> = Box::new(io::Cursor::new(archive));
-    on_threads(opts.threads, || {
-        decode_from(archive, output, &opts, Some(again))
-    })
-}
-
-/// Decompresses the archive `archive` into a new buffer.
-pub fn decode_to_vec(archive: &[u8], opts: &DecodeOptions) -> Result<Vec<u8>> {
-    // The trailer's length is only a hint, and bounded: a corrupt one must not allocate.
-    let hint = Footer::read_from_end(&mut std::io::Cursor::new(archive), archive.len() as u64)
-        .map_or(0, |f| f.original_len.min(archive.len() as u64 * 4));
-    let mut out = Vec::with_capacity(hint as usize);
-    decode_slice(archive, &mut out, opts)?;
-    Ok(out)
-}
-
-/// Decompresses the archive file `file` into `output`. A regular file is read from its start
-/// (whatever its cursor) through memory maps of a few megabytes at a time, so that blocks are
-/// decoded where the page cache holds them, or from its start with positioned reads when
-/// [`DecodeOptions::map`] is off; anything else, or a file that cannot be mapped, is read as a
-/// stream from its cursor.
-///
-/// Like every reader of mapped files, the process can be killed by SIGBUS if another process
-/// truncates the file while it is being decoded through maps.
-pub fn decode_file<W: Write + Send>(
-    file: &File,
-    output: W,
-    opts: &DecodeOptions,
-) -> Result<DecodeReport> {
-    on_threads(opts.threads, || decode_file_here(file, output, opts))
-}
-
-/// [`decode_file`] on the current thread pool.
-fn decode_file_here<W: Write + Send>(
-    file: &File,
-    output: W,
-    opts: &DecodeOptions,
-) -> Result<DecodeReport> {
-    let meta = file.metadata()?;
-    // Some regular files report no length (procfs, some FUSE file systems): `new` leaves
-    // those, like files that cannot be mapped, to be streamed.
-    let mapped = (meta.is_file() && opts.map)
-        .then(|| MappedFile::new(file, meta.len()))
-        .flatten();
-    let whole = DecodeOptions {
-        archive_len: Some(meta.len()),
-        ..*opts
-    };
-    match mapped {
-        Some(mapped) => {
-            let again: Box<dyn ReadSeek> = Box::new(At::new(file)?);
-            decode_from(mapped, output, &whole, Some(again))
-        }
-        None if !opts.map && meta.is_file() && meta.len() > 0 => {
-            let input = Stream(BufReader::with_capacity(64 << 10, At::new(file)?));
-            let again: Box<dyn ReadSeek> = Box::new(At::new(file)?);
-            decode_from(input, output, &whole, Some(again))
-        }
-        None => {
-            let input = Stream(BufReader::with_capacity(64 << 10, file));
-            decode_from(input, output, opts, None)
-        }
-    }
-}
+/// Opens the archive being decoded a second time, given the base, to read the sources of its
+/// repeated tensors: what `archive` builds for a decoder of an archive file and hands down.
+pub(crate) type Reread<'r> =
+    Box<dyn FnOnce(Option<Base>) -> Result<Box<dyn OwnBytes + 'r>> + Send + 'r>;
 
 /// Decodes the archive on `input`; `again`, when the archive can be read a second time, is
 /// where the sources of its repeated tensors are read (a stream keeps them instead).
-fn decode_from<'a, S: Source<'a> + Send, W: Write + Send>(
+pub(crate) fn decode_from<'a, S: Source<'a> + Send, W: Write + Send>(
     input: S,
     mut output: W,
     opts: &DecodeOptions,
-    again: Option<Box<dyn ReadSeek + '_>>,
+    again: Option<Reread<'_>>,
 ) -> Result<DecodeReport> {
     let mut r = Counting {
         inner: input,
@@ -421,10 +332,7 @@ fn decode_from<'a, S: Source<'a> + Send, W: Write + Send>(
     spans.verify(opts.base, std::slice::from_ref(&(0..u64::MAX)))?;
     let mut own = match (spans.has_own(), again) {
         (false, _) => Own::None,
-        (true, Some(again)) => {
-            let archive = Archive::open_with(again, opts.base.cloned())?;
-            Own::Again(Box::new(Mutex::new(archive)))
-        }
+        (true, Some(again)) => Own::Again(again(opts.base.cloned())?),
         (true, None) => Own::Kept(Retained::new(&spans)),
     };
     output.write_all(&header.prefix)?;

@@ -7,7 +7,7 @@ pub mod decode;
 pub mod dedup;
 pub mod digest;
 pub mod encode;
-mod mapped;
+pub(crate) mod mapped;
 pub mod plan;
 pub mod pool;
 pub mod refs;
