@@ -295,7 +295,9 @@ fn extract_on_pool(a: &ExtractArgs) -> Result<()> {
     let base = a.base.open(Some(&a.input))?;
     let mut archive = open(&a.input, base)?;
     archive
-        .set_memory(super::memory(&a.common, || super::archive_needs(&archive)))
+        .set_memory(super::resources::memory(&a.common, || {
+            super::resources::archive_needs(&archive)
+        }))
         .with_context(|| format!("reading {}", a.input.display()))?;
     for name in &a.tensors {
         if archive.tensor(name).is_none() {

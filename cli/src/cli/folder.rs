@@ -622,6 +622,6 @@ pub(super) fn archive_memory_needed(path: &Path) -> u64 {
         .ok()
         .and_then(|f| sc::Archive::open(f).ok())
         .map_or(sc::memory_needed(sc::MAX_BLOCK_SIZE), |a| {
-            super::archive_needs(&a)
+            super::resources::archive_needs(&a)
         })
 }

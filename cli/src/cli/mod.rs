@@ -25,6 +25,7 @@ use clap::{ArgAction, Args, FromArgMatches, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use md5::{Digest, Md5};
 use output::{FileId, Output, Settings};
+use resources::{archive_file_needs, encode_needs, memory};
 use sc::{DecodeOptions, EncodeOptions, Kind, Mode};
 use std::ffi::OsString;
 use std::fmt::Write as _;
@@ -503,38 +504,6 @@ impl ArchiveInput {
             ArchiveInput::Stream(r) => sc::decode(r, out, &opts),
         }
         .map_err(base::hint)
-    }
-}
-
-/// The memory budget: `--memory`, else the default raised to `needed`, what one block in
-/// flight of the run needs, so that the default takes any block size one block at a time.
-fn memory(common: &Common, needed: impl FnOnce() -> u64) -> u64 {
-    common
-        .memory
-        .unwrap_or_else(|| sc::DEFAULT_MEMORY.max(needed()))
-}
-
-/// What one block in flight of `archive` needs.
-fn archive_needs(archive: &sc::Archive<File>) -> u64 {
-    match archive.has_references() {
-        true => sc::memory_needed_with_references(archive.block_size()),
-        false => sc::memory_needed(archive.block_size()),
-    }
-}
-
-/// What one block in flight of the archive `input` needs (nothing known of a stream).
-fn archive_file_needs(input: &Path) -> u64 {
-    match is_stdio(input) {
-        true => 0,
-        false => folder::archive_memory_needed(input),
-    }
-}
-
-/// What one block in flight needs when encoding with `a`'s block size, against `base` if any.
-fn encode_needs(a: &EncodeArgs, base: Option<&sc::Base>) -> u64 {
-    match base {
-        Some(_) => sc::memory_needed_with_references(a.block_size),
-        None => sc::memory_needed(a.block_size),
     }
 }
 

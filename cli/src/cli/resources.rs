@@ -1,6 +1,8 @@
 //! What a run may use: worker threads (at most one per core) and memory for blocks in flight.
 
-use super::note;
+use super::{folder, is_stdio, note, Common, EncodeArgs};
+use std::fs::File;
+use std::path::Path;
 
 /// Parses a size: bytes, or with a K, M or G suffix (binary: `256M` is 256 MiB).
 pub fn parse_bytes(s: &str) -> std::result::Result<u64, String> {
@@ -32,6 +34,38 @@ pub fn threads(requested: usize, verbose: bool) -> usize {
     match requested {
         0 => cores,
         n => n.min(cores),
+    }
+}
+
+/// The memory budget: `--memory`, else the default raised to `needed`, what one block in
+/// flight of the run needs, so that the default takes any block size one block at a time.
+pub fn memory(common: &Common, needed: impl FnOnce() -> u64) -> u64 {
+    common
+        .memory
+        .unwrap_or_else(|| sc::DEFAULT_MEMORY.max(needed()))
+}
+
+/// What one block in flight of `archive` needs.
+pub fn archive_needs(archive: &sc::Archive<File>) -> u64 {
+    match archive.has_references() {
+        true => sc::memory_needed_with_references(archive.block_size()),
+        false => sc::memory_needed(archive.block_size()),
+    }
+}
+
+/// What one block in flight of the archive `input` needs (nothing known of a stream).
+pub fn archive_file_needs(input: &Path) -> u64 {
+    match is_stdio(input) {
+        true => 0,
+        false => folder::archive_memory_needed(input),
+    }
+}
+
+/// What one block in flight needs when encoding with `a`'s block size, against `base` if any.
+pub fn encode_needs(a: &EncodeArgs, base: Option<&sc::Base>) -> u64 {
+    match base {
+        Some(_) => sc::memory_needed_with_references(a.block_size),
+        None => sc::memory_needed(a.block_size),
     }
 }
 
