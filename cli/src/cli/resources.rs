@@ -53,11 +53,14 @@ pub fn archive_needs(archive: &sc::Archive<File>) -> u64 {
     }
 }
 
-/// What one block in flight of the archive `input` needs (nothing known of a stream).
+/// What one block in flight of the archive `input` needs: nothing known of a stream, a FIFO
+/// or a device, which are read once, by the decoder (opening a FIFO here would take its
+/// writer's bytes).
 pub fn archive_file_needs(input: &Path) -> u64 {
-    match is_stdio(input) {
-        true => 0,
-        false => folder::archive_memory_needed(input),
+    let regular = std::fs::metadata(input).is_ok_and(|m| m.is_file());
+    match !is_stdio(input) && regular {
+        true => folder::archive_memory_needed(input),
+        false => 0,
     }
 }
 
