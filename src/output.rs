@@ -64,8 +64,9 @@ pub struct OutputFile {
 enum Target {
     /// An existing FIFO or device, written in place.
     InPlace(File),
-    /// A temporary file (`None` once committed) that replaces `path` (the destination, or the
-    /// file its symbolic link names) on commit.
+    /// A temporary file that replaces `path` (the destination, or the file its symbolic link
+    /// names) on commit. It is `None` only inside [`OutputFile::commit`], which takes it and
+    /// consumes the `OutputFile`: the `expect("uncommitted")` on it elsewhere cannot fail.
     Temp {
         tmp: Option<tempfile::NamedTempFile>,
         path: PathBuf,

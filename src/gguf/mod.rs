@@ -130,18 +130,13 @@ pub struct GgufTensor {
     pub name: String,
     /// Its dimensions, innermost (contiguous) first, as GGUF stores them.
     pub dims: Vec<u64>,
-    /// Its ggml type id.
-    pub type_id: u32,
+    /// Its ggml type (one this build knows: the reader refuses others).
+    pub ggml_type: &'static GgmlType,
     /// Where its bytes are in the file (absolute offsets).
     pub range: Range<u64>,
 }
 
 impl GgufTensor {
-    /// Its ggml type (every validated tensor has a known one).
-    pub fn ggml_type(&self) -> &'static GgmlType {
-        GgmlType::from_id(self.type_id).expect("validated tensors have known types")
-    }
-
     /// Number of values.
     pub fn values(&self) -> u64 {
         self.dims.iter().product()
@@ -407,7 +402,7 @@ fn validate(
         tensors.push(GgufTensor {
             name,
             dims,
-            type_id,
+            ggml_type: t,
             range,
         });
     }

@@ -86,7 +86,7 @@ fn reads_tensors_and_metadata() {
     assert_eq!(h.data_start % 32, 0);
     assert_eq!(h.tensors.len(), 2);
     assert_eq!(h.tensors[0].range, h.data_start..h.data_start + 256);
-    assert_eq!(h.tensors[1].ggml_type().name, "Q4_0");
+    assert_eq!(h.tensors[1].ggml_type.name, "Q4_0");
     assert_eq!(h.tensors[1].range.end - h.tensors[1].range.start, 36);
     assert_eq!(&bytes[h.tensors[1].range.start as usize..][..36], &[1; 36]);
 }
@@ -306,12 +306,12 @@ fn deep_nesting_is_refused() {
 fn reads_the_real_excerpt() {
     let bytes = include_bytes!("../../testdata/excerpt.gguf");
     let h = parse(bytes).unwrap();
-    let mut names: Vec<&str> = h.tensors.iter().map(|t| t.ggml_type().name).collect();
+    let mut names: Vec<&str> = h.tensors.iter().map(|t| t.ggml_type.name).collect();
     names.sort();
     names.dedup();
     assert_eq!(names, ["F32", "Q4_1", "Q4_K", "Q5_0", "Q6_K", "Q8_0"]);
     for t in &h.tensors {
-        let gt = t.ggml_type();
+        let gt = t.ggml_type;
         let blocks = t.values() / u64::from(gt.block_values);
         assert_eq!(
             t.range.end - t.range.start,

@@ -173,7 +173,7 @@ pub fn analyze_gguf<R: Read + Seek>(r: &mut R) -> Result<GgufAnalysis> {
     let mut joined = Vec::new();
     let mut tensor_bytes = 0u64;
     for t in &h.tensors {
-        let gt = t.ggml_type();
+        let gt = t.ggml_type;
         let fields = fields_of(gt);
         let k = match types.iter().position(|(a, _)| a.name == gt.name) {
             Some(k) => k,
