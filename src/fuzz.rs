@@ -190,6 +190,7 @@ pub fn gguf(data: &[u8]) {
         assert!(h.data_start <= r.start && r.start <= r.end && r.end <= data.len() as u64);
     }
     assert!(ranges.windows(2).all(|w| w[0].end <= w[1].start));
+    // A panic is this target's report: a file the reader accepts must also analyse.
     crate::lab::gguf::analyze_gguf(&mut Cursor::new(data)).expect("an accepted file analyses");
 }
 
