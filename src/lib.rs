@@ -118,11 +118,13 @@ mod transform;
 mod archive;
 mod base;
 mod error;
-// GGUF is read by the experiment commands so far; the pipeline does not code it yet.
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod fuzz;
-#[cfg(feature = "lab")]
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod gguf;
+#[cfg(not(feature = "internals"))]
 mod gguf;
 #[cfg(feature = "internals")]
 #[doc(hidden)]

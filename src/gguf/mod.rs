@@ -13,7 +13,9 @@
 //! reader is this crate's own, as small as the format allows.
 
 pub mod types;
+pub mod write;
 
+use crate::safetensors::{Dtype, TensorInfo};
 use std::fmt;
 use std::ops::Range;
 use types::GgmlType;
@@ -345,6 +347,24 @@ impl GgufHeader {
     /// The metadata value of `key`.
     pub fn get(&self, key: &str) -> Option<&Value> {
         self.metadata.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
+    /// The tensors as safetensors describes tensors, in file order: `begin` and `end`
+    /// relative to the start of the tensor data, the ggml type's name as the dtype name (and
+    /// as the [`Dtype`] for F32, F16, BF16 and the integer types, which both formats have),
+    /// the shape outermost first (GGUF's dimensions reversed).
+    pub fn tensor_infos(&self) -> Vec<TensorInfo> {
+        self.tensors
+            .iter()
+            .map(|t| TensorInfo {
+                name: t.name.clone(),
+                dtype_name: t.ggml_type.name.to_string(),
+                dtype: Dtype::parse(t.ggml_type.name),
+                shape: t.dims.iter().rev().copied().collect(),
+                begin: t.range.start - self.data_start,
+                end: t.range.end - self.data_start,
+            })
+            .collect()
     }
 }
 

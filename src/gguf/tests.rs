@@ -325,3 +325,152 @@ fn reads_the_real_excerpt() {
         Some(&Value::String("llama".into()))
     );
 }
+
+/// One metadata value of every type, arrays of numbers, booleans, strings and arrays (empty
+/// ones too) among them.
+pub(crate) fn every_value() -> Vec<(String, Value)> {
+    let values = vec![
+        Value::U8(200),
+        Value::I8(-1),
+        Value::U16(513),
+        Value::I16(-2),
+        Value::U32(7),
+        Value::I32(-7),
+        Value::F32(1.5),
+        Value::Bool(true),
+        Value::String("tëxt".into()),
+        Value::Numbers(
+            6,
+            2,
+            [0.5f32, -1.0]
+                .iter()
+                .flat_map(|f| f.to_le_bytes())
+                .collect(),
+        ),
+        Value::Numbers(7, 3, vec![1, 0, 1]),
+        Value::Numbers(12, 0, vec![]),
+        Value::Strings(vec!["<s>".into(), String::new(), "ü".into()]),
+        Value::Strings(vec![]),
+        Value::Arrays(vec![
+            Value::Numbers(2, 1, 9u16.to_le_bytes().to_vec()),
+            Value::Strings(vec!["x".into()]),
+            Value::Arrays(vec![]),
+        ]),
+        Value::U64(u64::MAX),
+        Value::I64(i64::MIN),
+        Value::F64(0.25),
+    ];
+    values
+        .into_iter()
+        .enumerate()
+        .map(|(k, v)| (format!("k{k}"), v))
+        .collect()
+}
+
+fn ty(name: &str) -> &'static types::GgmlType {
+    types::TYPES.iter().find(|t| t.name == name).unwrap()
+}
+
+/// What the writer writes, the reader reads back as it was, and the file it reads, the writer
+/// writes again byte for byte: every value type, versions 2 and 3, odd alignments, a
+/// zero-element tensor, tensors whose lengths are not multiples of the alignment.
+#[test]
+fn written_files_read_back_and_rewrite_exactly() {
+    let q4 = vec![5u8; 36];
+    let f16 = vec![1u8; 6];
+    for version in [2, 3] {
+        for alignment in [None, Some(1u32), Some(8), Some(64)] {
+            let mut metadata = every_value();
+            if let Some(a) = alignment {
+                metadata.push(("general.alignment".into(), Value::U32(a)));
+            }
+            let tensors: [(&str, &[u64], _, &[u8]); 3] = [
+                ("f16", &[3], ty("F16"), &f16),
+                ("empty", &[0, 4], ty("F32"), &[]),
+                ("q", &[64], ty("Q4_0"), &q4),
+            ];
+            let bytes = write::file(version, &metadata, &tensors);
+            let h = parse(&bytes).unwrap();
+            assert_eq!(h.version, version);
+            assert_eq!(h.metadata, metadata);
+            assert_eq!(h.alignment, u64::from(alignment.unwrap_or(32)));
+            assert_eq!(bytes.len() as u64 % h.alignment, 0);
+            for ((name, dims, t, data), got) in tensors.iter().zip(&h.tensors) {
+                assert_eq!((&got.name[..], &got.dims[..]), (*name, *dims));
+                assert_eq!(got.ggml_type, *t);
+                assert_eq!(
+                    &bytes[got.range.start as usize..got.range.end as usize],
+                    *data
+                );
+            }
+            let all: Vec<usize> = (0..h.tensors.len()).collect();
+            let (header, offsets) = h.header_for(&all);
+            assert_eq!(header, bytes[..h.data_start as usize]);
+            let starts: Vec<u64> = h
+                .tensors
+                .iter()
+                .map(|t| t.range.start - h.data_start)
+                .collect();
+            assert_eq!(offsets, starts);
+        }
+    }
+}
+
+/// A header for some tensors, in another order, keeps the metadata and lays them out afresh.
+#[test]
+fn header_for_some_tensors() {
+    let mut metadata = every_value();
+    metadata.push(("general.alignment".into(), Value::U32(16)));
+    let (a, b, c) = (vec![1u8; 4], vec![2u8; 34], vec![3u8; 8]);
+    let tensors: [(&str, &[u64], _, &[u8]); 3] = [
+        ("a", &[1], ty("F32"), &a),
+        ("b", &[32], ty("Q8_0"), &b),
+        ("c", &[2, 2], ty("BF16"), &c),
+    ];
+    let h = parse(&write::file(3, &metadata, &tensors)).unwrap();
+    let (header, offsets) = h.header_for(&[2, 1]);
+    assert_eq!(header.len() % 16, 0);
+    assert_eq!(offsets, [0, 16]);
+    let mut file = header.clone();
+    file.extend_from_slice(&c);
+    file.resize(header.len() + 16, 0);
+    file.extend_from_slice(&b);
+    let got = parse(&file).unwrap();
+    assert_eq!(got.metadata, metadata);
+    let names: Vec<&str> = got.tensors.iter().map(|t| &t.name[..]).collect();
+    assert_eq!(names, ["c", "b"]);
+    assert_eq!(got.tensors[0].dims, [2, 2]);
+    assert_eq!(got.tensors[1].ggml_type.name, "Q8_0");
+    let (empty, none) = h.header_for(&[]);
+    assert!(none.is_empty());
+    assert!(parse(&empty).unwrap().tensors.is_empty());
+}
+
+/// Tensors as safetensors describes them: offsets from the data's start, shapes outermost
+/// first, dtypes where safetensors has them.
+#[test]
+fn tensor_infos_read_as_safetensors_ones() {
+    let (a, b) = (vec![1u8; 12], vec![2u8; 34]);
+    let tensors: [(&str, &[u64], _, &[u8]); 2] =
+        [("a", &[3, 2], ty("F16"), &a), ("b", &[32], ty("Q8_0"), &b)];
+    let h = parse(&write::file(3, &[], &tensors)).unwrap();
+    let infos = h.tensor_infos();
+    assert_eq!(infos[0].shape, [2, 3]);
+    assert_eq!(infos[0].dtype, Some(Dtype::F16));
+    assert_eq!((infos[0].begin, infos[0].end), (0, 12));
+    assert_eq!((&infos[1].dtype_name[..], infos[1].dtype), ("Q8_0", None));
+    assert_eq!((infos[1].begin, infos[1].end), (32, 66));
+}
+
+/// The real excerpt's header, rewritten for all its tensors, is the excerpt's header.
+#[test]
+fn rewrites_the_real_excerpt() {
+    let bytes = include_bytes!("../../testdata/excerpt.gguf");
+    let h = parse(bytes).unwrap();
+    let all: Vec<usize> = (0..h.tensors.len()).collect();
+    let (header, offsets) = h.header_for(&all);
+    assert_eq!(header, bytes[..h.data_start as usize]);
+    for (t, offset) in h.tensors.iter().zip(offsets) {
+        assert_eq!(t.range.start - h.data_start, offset);
+    }
+}
