@@ -1,7 +1,7 @@
 //! A base checkpoint: the tensors a fine-tune is coded against ([`Base`]).
 //!
-//! A base is read tensor by tensor, range by range, never loaded whole: from a safetensors file
-//! by positioned reads, from an `.sc` archive through its index (decoding only the blocks a
+//! A base is read tensor by tensor, range by range, never loaded whole: from a safetensors or
+//! GGUF file by positioned reads, from an `.sc` archive through its index (decoding only the blocks a
 //! range needs), from a folder of shards by tensor name, whatever the shard layout.
 //!
 //! This is where the library's one import cycle lives, and why (docs/ARCHITECTURE.md): a base
@@ -10,6 +10,7 @@
 
 use crate::archive::Archive;
 use crate::error::{Error, HeaderError, Result};
+use crate::gguf;
 use crate::read::{At, ReadAt};
 use crate::safetensors::{read_header_at, TensorInfo};
 use rayon::prelude::*;
@@ -21,8 +22,8 @@ use std::sync::{Arc, Mutex};
 /// Bytes hashed at a time when a base tensor's digest is computed.
 const DIGEST_CHUNK: usize = 4 << 20;
 
-/// A base checkpoint that fine-tunes are coded against: a safetensors file, an `.sc` archive of
-/// one, or a folder of them (a sharded checkpoint, tensors found by name in any shard).
+/// A base checkpoint that fine-tunes are coded against: a safetensors or GGUF file, an `.sc`
+/// archive of one, or a folder of them (a sharded checkpoint, tensors found by name in any shard).
 ///
 /// Give it to [`crate::EncodeOptions::base`] to code a fine-tune against it, and to
 /// [`crate::DecodeOptions::base`] or [`crate::Archive::open_with_base`] to restore one. Each base
@@ -50,16 +51,18 @@ struct Inner {
     shards: Vec<Shard>,
     /// The file each shard was opened from (none for a base in memory).
     paths: Vec<PathBuf>,
-    /// Every tensor by name: its shard, its header entry, and where its bytes start (the file
-    /// offset for a safetensors shard, the original file's offset for an archive).
+    /// Every tensor by name: its shard, its header entry (a GGUF tensor's as
+    /// [`gguf::GgufHeader::tensor_infos`] gives it), and where its bytes start (the file offset for a
+    /// file, the original file's offset for an archive).
     tensors: HashMap<String, (usize, TensorInfo, u64)>,
     digests: Mutex<HashMap<String, u128>>,
 }
 
 /// One file of a base.
 enum Shard {
-    Safetensors(File),
-    /// A safetensors file's bytes, held in memory.
+    /// A safetensors or GGUF file.
+    File(File),
+    /// A safetensors or GGUF file's bytes, held in memory.
     Memory(Vec<u8>),
     Archive {
         file: Arc<File>,
@@ -85,7 +88,7 @@ fn bad(path: &Path, reason: impl Into<String>) -> Error {
     }
 }
 
-/// The files of a base folder: every `*.safetensors` and `*.sc` below it, sorted, following
+/// The files of a base folder: every `*.safetensors`, `*.gguf` and `*.sc` below it, sorted, following
 /// links to files (not to folders); an archive beside its original is left out.
 fn shard_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     let mut entries: Vec<_> = std::fs::read_dir(dir)?.collect::<std::io::Result<_>>()?;
@@ -95,7 +98,7 @@ fn shard_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
         let name = e.file_name().to_string_lossy().into_owned();
         if e.file_type()?.is_dir() {
             shard_files(&path, out)?;
-        } else if name.ends_with(".safetensors") && path.is_file() {
+        } else if (name.ends_with(".safetensors") || name.ends_with(".gguf")) && path.is_file() {
             out.push(path);
         } else if let Some(original) = name.strip_suffix(".sc") {
             if path.is_file() && !name.starts_with('.') && !dir.join(original).is_file() {
@@ -115,8 +118,8 @@ fn regular(path: &Path, meta: &std::fs::Metadata) -> Result<()> {
     }
 }
 
-/// Opens one file of a base: an archive (by its magic bytes) or a safetensors file. Returns
-/// the shard and its tensors with where their bytes start.
+/// Opens one file of a base: an archive (by its magic bytes), a GGUF file (by its magic too)
+/// or a safetensors file. Returns the shard and its tensors with where their bytes start.
 fn open_shard(path: &Path) -> Result<(Shard, Vec<(TensorInfo, u64)>)> {
     // Checked before opening, which blocks on a FIFO, and again on the file opened.
     regular(
@@ -154,17 +157,34 @@ fn open_shard(path: &Path) -> Result<(Shard, Vec<(TensorInfo, u64)>)> {
         };
         return Ok((shard, tensors));
     }
-    let tensors = safetensors_tensors(path, &file, len)?;
-    Ok((Shard::Safetensors(file), tensors))
+    let tensors = file_tensors(path, &file, len)?;
+    Ok((Shard::File(file), tensors))
 }
 
-/// The tensors of the safetensors file `file` of `len` bytes (at `path`, for errors), with
-/// where their bytes start.
-fn safetensors_tensors(path: &Path, file: &dyn ReadAt, len: u64) -> Result<Vec<(TensorInfo, u64)>> {
+/// The tensors of the safetensors or GGUF file `file` of `len` bytes (at `path`, for
+/// errors), with where their bytes start.
+fn file_tensors(path: &Path, file: &dyn ReadAt, len: u64) -> Result<Vec<(TensorInfo, u64)>> {
+    let mut magic = [0u8; 4];
+    if len >= 4 {
+        file.read_exact_at(&mut magic, 0)?;
+    }
+    if magic == gguf::MAGIC {
+        let (header, _) = gguf::read_header_at(len, |buf, at| file.read_exact_at(buf, at))?
+            .map_err(|e| bad(path, format!("not a valid GGUF file: {e}")))?;
+        let start = header.data_start;
+        return Ok(header
+            .tensor_infos()
+            .into_iter()
+            .map(|t| {
+                let at = start + t.begin;
+                (t, at)
+            })
+            .collect());
+    }
     let (header, n) = match read_header_at(len, |buf, at| file.read_exact_at(buf, at))? {
         Ok(found) => found,
         Err(HeaderError::TooShort | HeaderError::ImplausibleLength(_)) => {
-            return Err(bad(path, "not a safetensors file or an sc archive"))
+            return Err(bad(path, "not a safetensors or GGUF file or an sc archive"))
         }
         Err(e) => return Err(bad(path, format!("not a valid safetensors file: {e}"))),
     };
@@ -179,10 +199,10 @@ fn safetensors_tensors(path: &Path, file: &dyn ReadAt, len: u64) -> Result<Vec<(
 }
 
 impl Base {
-    /// A base held in memory: the bytes of a safetensors file, called `name` in archives coded
+    /// A base held in memory: the bytes of a safetensors or GGUF file, called `name` in archives coded
     /// against it and in errors.
     pub fn from_bytes(name: &str, bytes: Vec<u8>) -> Result<Base> {
-        let tensors = safetensors_tensors(Path::new(name), &&bytes[..], bytes.len() as u64)?;
+        let tensors = file_tensors(Path::new(name), &&bytes[..], bytes.len() as u64)?;
         Ok(Base::from_shards(
             name.to_string(),
             vec![Shard::Memory(bytes)],
@@ -218,8 +238,9 @@ impl Base {
         }
     }
 
-    /// Opens a base: a safetensors file, an `.sc` archive of one (which must not itself need
-    /// a base), or a folder, whose `*.safetensors` and `*.sc` files below it are its shards
+    /// Opens a base: a safetensors or GGUF file, an `.sc` archive of one (which must not
+    /// itself need a base), or a folder, whose `*.safetensors`, `*.gguf` and `*.sc` files below
+    /// it are its shards
     /// (a tensor name in two shards is an error). Reads the headers (and archives' indexes)
     /// only.
     pub fn open(path: impl AsRef<Path>) -> Result<Base> {
@@ -232,7 +253,7 @@ impl Base {
                 if files.is_empty() {
                     return Err(bad(
                         path,
-                        "the folder holds no safetensors files or archives",
+                        "the folder holds no safetensors or GGUF files or archives",
                     ));
                 }
                 files
@@ -312,7 +333,7 @@ impl Base {
         }
         let at = start + offset;
         match &self.inner.shards[*shard] {
-            Shard::Safetensors(file) => file
+            Shard::File(file) => file
                 .read_exact_at(out, at)
                 .map_err(|e| bad(&self.inner.paths[*shard], e.to_string())),
             Shard::Memory(bytes) => Ok((&bytes[..]).read_exact_at(out, at)?),
@@ -352,7 +373,7 @@ impl Base {
                 let t = &bytes[*start as usize..(start + t.len()) as usize];
                 twox_hash::XxHash3_128::oneshot(t)
             }
-            Shard::Safetensors(_) | Shard::Archive { .. } => {
+            Shard::File(_) | Shard::Archive { .. } => {
                 let len = t.len();
                 let mut h = twox_hash::XxHash3_128::new();
                 let mut buf = vec![0u8; (len as usize).min(DIGEST_CHUNK)];

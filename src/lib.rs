@@ -124,7 +124,9 @@ pub mod fuzz;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod gguf;
+// Parts of the GGUF reader serve only the experiment commands.
 #[cfg(not(feature = "internals"))]
+#[cfg_attr(not(feature = "lab"), allow(dead_code))]
 mod gguf;
 #[cfg(feature = "internals")]
 #[doc(hidden)]

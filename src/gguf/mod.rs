@@ -26,6 +26,10 @@ pub const MAGIC: [u8; 4] = *b"GGUF";
 pub const DEFAULT_ALIGNMENT: u64 = 32;
 /// Most dimensions a ggml tensor has.
 pub const MAX_DIMS: u32 = 4;
+/// Most bytes a header may take (the tokenizer's vocabulary makes it megabytes).
+pub const MAX_HEADER_LEN: u64 = 1 << 30;
+/// Header bytes read first by [`read_header_at`]; doubled until the header fits.
+const FIRST_READ: u64 = 1 << 20;
 /// Deepest nesting of arrays the reader follows (ggml writes none deeper than 1).
 const MAX_ARRAY_DEPTH: u32 = 8;
 
@@ -365,6 +369,35 @@ impl GgufHeader {
                 end: t.range.end - self.data_start,
             })
             .collect()
+    }
+}
+
+/// Reads and validates the header of a GGUF file of `len` bytes through `read_at` (which
+/// fills a buffer from an offset), reading a megabyte first and twice as much each time the
+/// header runs past what was read, up to [`MAX_HEADER_LEN`]. Returns the header and its bytes
+/// (`header_len` of them); bytes that are not a GGUF file are `Ok(Err(why))`, a failed read
+/// `Err`.
+pub fn read_header_at(
+    len: u64,
+    mut read_at: impl FnMut(&mut [u8], u64) -> std::io::Result<()>,
+) -> std::io::Result<Result<(GgufHeader, Vec<u8>), GgufError>> {
+    let mut want = FIRST_READ.min(len);
+    loop {
+        let mut buf = vec![0u8; want as usize];
+        read_at(&mut buf, 0)?;
+        match GgufHeader::parse(&buf, len) {
+            Ok(h) => {
+                buf.truncate(h.header_len as usize);
+                return Ok(Ok((h, buf)));
+            }
+            Err(GgufError::Truncated(_)) if want < len.min(MAX_HEADER_LEN) => {
+                want = want.saturating_mul(2).min(len).min(MAX_HEADER_LEN);
+            }
+            Err(GgufError::Truncated(_)) if want < len => {
+                return Ok(Err(GgufError::Implausible("header length over", want)));
+            }
+            Err(e) => return Ok(Err(e)),
+        }
     }
 }
 

@@ -10,27 +10,15 @@ use std::io::{Read, Seek, SeekFrom};
 
 pub use crate::gguf::{types, GgufError, GgufHeader, GgufTensor, Value};
 
-/// The first header bytes read; the prefix doubles until the header fits in it.
-const FIRST_READ: u64 = 1 << 20;
-
 /// Reads and validates the header of the GGUF file `r`; a file that is not one is
 /// [`Error::InvalidArgument`] saying why.
 pub fn read_gguf_header<R: Read + Seek>(r: &mut R) -> Result<(GgufHeader, Vec<u8>)> {
     let file_len = r.seek(SeekFrom::End(0))?;
-    let mut want = FIRST_READ.min(file_len);
-    loop {
-        let mut buf = vec![0u8; want as usize];
-        r.seek(SeekFrom::Start(0))?;
-        read_exact_or(r, &mut buf, "GGUF header")?;
-        match GgufHeader::parse(&buf, file_len) {
-            Ok(h) => {
-                buf.truncate(h.header_len as usize);
-                return Ok((h, buf));
-            }
-            Err(GgufError::Truncated(_)) if want < file_len => want = (want * 2).min(file_len),
-            Err(e) => return Err(Error::InvalidArgument(format!("not a GGUF file: {e}"))),
-        }
-    }
+    let read = crate::gguf::read_header_at(file_len, |buf, at| {
+        r.seek(SeekFrom::Start(at))?;
+        r.read_exact(buf)
+    })?;
+    read.map_err(|e| Error::InvalidArgument(format!("not a GGUF file: {e}")))
 }
 
 /// One field's measurements, over the tensors of one ggml type.

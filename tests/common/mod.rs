@@ -176,3 +176,75 @@ pub fn decodes_everywhere(archive: &[u8], original: &[u8], base: Option<&sc::Bas
         }
     }
 }
+
+/// One GGUF metadata value of every type, arrays of numbers, booleans, strings and arrays
+/// (empty ones too) among them, under the keys `k0`, `k1`, ...
+pub fn gguf_every_value() -> Vec<(String, sc::gguf::Value)> {
+    use sc::gguf::Value;
+    let values = vec![
+        Value::U8(200),
+        Value::I8(-1),
+        Value::U16(513),
+        Value::I16(-2),
+        Value::U32(7),
+        Value::I32(-7),
+        Value::F32(1.5),
+        Value::Bool(true),
+        Value::String("tëxt".into()),
+        Value::Numbers(
+            6,
+            2,
+            [0.5f32, -1.0]
+                .iter()
+                .flat_map(|f| f.to_le_bytes())
+                .collect(),
+        ),
+        Value::Numbers(7, 3, vec![1, 0, 1]),
+        Value::Numbers(12, 0, vec![]),
+        Value::Strings(vec!["<s>".into(), String::new(), "ü".into()]),
+        Value::Strings(vec![]),
+        Value::Arrays(vec![
+            Value::Numbers(2, 1, 9u16.to_le_bytes().to_vec()),
+            Value::Strings(vec!["x".into()]),
+            Value::Arrays(vec![]),
+        ]),
+        Value::U64(u64::MAX),
+        Value::I64(i64::MIN),
+        Value::F64(0.25),
+    ];
+    values
+        .into_iter()
+        .enumerate()
+        .map(|(k, v)| (format!("k{k}"), v))
+        .collect()
+}
+
+/// The ggml type called `name`.
+pub fn ggml(name: &str) -> &'static sc::gguf::types::GgmlType {
+    let found = sc::gguf::types::TYPES.iter().find(|t| t.name == name);
+    found.unwrap_or_else(|| panic!("no ggml type {name}"))
+}
+
+/// A GGUF file (version 3, `metadata`) of the tensors of the safetensors file `file`, each
+/// with its name, dtype (as the ggml type of that name) and shape (reversed, as GGUF stores
+/// it), in the same order.
+pub fn gguf_of(file: &[u8], metadata: &[(String, sc::gguf::Value)]) -> Vec<u8> {
+    let json_len = u64::from_le_bytes(file[..8].try_into().unwrap()) as usize;
+    let h = Header::parse(&file[8..8 + json_len], None).expect("valid safetensors");
+    let data = &file[8 + json_len..];
+    let dims: Vec<Vec<u64>> = h
+        .tensors
+        .iter()
+        .map(|t| t.shape.iter().rev().copied().collect())
+        .collect();
+    let tensors: Vec<_> = h
+        .tensors
+        .iter()
+        .zip(&dims)
+        .map(|(t, d)| {
+            let bytes = &data[t.begin as usize..t.end as usize];
+            (t.name.as_str(), d.as_slice(), ggml(&t.dtype_name), bytes)
+        })
+        .collect();
+    sc::gguf::write::file(3, metadata, &tensors)
+}

@@ -1,0 +1,179 @@
+//! GGUF files read as safetensors files are: headers written back (`sc::gguf::write`), GGUF
+//! files and archives of them as bases of fine-tunes, the tensors of GGUF archives listed,
+//! read and extracted as new GGUF files.
+
+mod common;
+
+use common::{ggml, gguf_every_value, gguf_of};
+use sc::gguf::{write, GgufHeader, Value};
+use sc::{decode_to_vec, encode_to_vec, inspect, Base, DecodeOptions, Dtype, EncodeOptions, Mode};
+use std::io::Cursor;
+
+const BASE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/testdata/tune-base.safetensors"
+);
+const TUNE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/tune.safetensors");
+const EXCERPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/excerpt.gguf");
+
+fn read(path: &str) -> Vec<u8> {
+    std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn parse(bytes: &[u8]) -> GgufHeader {
+    GgufHeader::parse(bytes, bytes.len() as u64).expect("valid GGUF")
+}
+
+/// What the writer writes, the reader reads back as it was, and the file it reads, the writer
+/// writes again byte for byte: every value type, versions 2 and 3, odd alignments, a
+/// zero-element tensor, tensors whose lengths are not multiples of the alignment.
+#[test]
+fn written_files_read_back_and_rewrite_exactly() {
+    let q4 = vec![5u8; 36];
+    let f16 = vec![1u8; 6];
+    for version in [2, 3] {
+        for alignment in [None, Some(1u32), Some(8), Some(64)] {
+            let mut metadata = gguf_every_value();
+            if let Some(a) = alignment {
+                metadata.push(("general.alignment".into(), Value::U32(a)));
+            }
+            let tensors: [(&str, &[u64], _, &[u8]); 3] = [
+                ("f16", &[3], ggml("F16"), &f16),
+                ("empty", &[0, 4], ggml("F32"), &[]),
+                ("q", &[64], ggml("Q4_0"), &q4),
+            ];
+            let bytes = write::file(version, &metadata, &tensors);
+            let h = parse(&bytes);
+            assert_eq!(h.version, version);
+            assert_eq!(h.metadata, metadata);
+            assert_eq!(h.alignment, u64::from(alignment.unwrap_or(32)));
+            assert_eq!(bytes.len() as u64 % h.alignment, 0);
+            for ((name, dims, t, data), got) in tensors.iter().zip(&h.tensors) {
+                assert_eq!((&got.name[..], &got.dims[..]), (*name, *dims));
+                assert_eq!(got.ggml_type, *t);
+                assert_eq!(
+                    &bytes[got.range.start as usize..got.range.end as usize],
+                    *data
+                );
+            }
+            let all: Vec<usize> = (0..h.tensors.len()).collect();
+            let (header, offsets) = h.header_for(&all);
+            assert_eq!(header, bytes[..h.data_start as usize]);
+            let starts: Vec<u64> = h
+                .tensors
+                .iter()
+                .map(|t| t.range.start - h.data_start)
+                .collect();
+            assert_eq!(offsets, starts);
+        }
+    }
+}
+
+/// A header for some tensors, in another order, keeps the metadata and lays them out afresh.
+#[test]
+fn header_for_some_tensors() {
+    let mut metadata = gguf_every_value();
+    metadata.push(("general.alignment".into(), Value::U32(16)));
+    let (a, b, c) = (vec![1u8; 4], vec![2u8; 34], vec![3u8; 8]);
+    let tensors: [(&str, &[u64], _, &[u8]); 3] = [
+        ("a", &[1], ggml("F32"), &a),
+        ("b", &[32], ggml("Q8_0"), &b),
+        ("c", &[2, 2], ggml("BF16"), &c),
+    ];
+    let h = parse(&write::file(3, &metadata, &tensors));
+    let (header, offsets) = h.header_for(&[2, 1]);
+    assert_eq!(header.len() % 16, 0);
+    assert_eq!(offsets, [0, 16]);
+    let mut file = header.clone();
+    file.extend_from_slice(&c);
+    file.resize(header.len() + 16, 0);
+    file.extend_from_slice(&b);
+    let got = parse(&file);
+    assert_eq!(got.metadata, metadata);
+    let names: Vec<&str> = got.tensors.iter().map(|t| &t.name[..]).collect();
+    assert_eq!(names, ["c", "b"]);
+    assert_eq!(got.tensors[0].dims, [2, 2]);
+    assert_eq!(got.tensors[1].ggml_type.name, "Q8_0");
+    let (empty, none) = h.header_for(&[]);
+    assert!(none.is_empty());
+    assert!(parse(&empty).tensors.is_empty());
+}
+
+/// Tensors as safetensors describes them: offsets from the data's start, shapes outermost
+/// first, dtypes where safetensors has them.
+#[test]
+fn tensor_infos_read_as_safetensors_ones() {
+    let (a, b) = (vec![1u8; 12], vec![2u8; 34]);
+    let tensors: [(&str, &[u64], _, &[u8]); 2] = [
+        ("a", &[3, 2], ggml("F16"), &a),
+        ("b", &[32], ggml("Q8_0"), &b),
+    ];
+    let h = parse(&write::file(3, &[], &tensors));
+    let infos = h.tensor_infos();
+    assert_eq!(infos[0].shape, [2, 3]);
+    assert_eq!(infos[0].dtype, Some(Dtype::F16));
+    assert_eq!((infos[0].begin, infos[0].end), (0, 12));
+    assert_eq!((&infos[1].dtype_name[..], infos[1].dtype), ("Q8_0", None));
+    assert_eq!((infos[1].begin, infos[1].end), (32, 66));
+}
+
+/// The real excerpt's header, rewritten for all its tensors, is the excerpt's header.
+#[test]
+fn rewrites_the_real_excerpt() {
+    let bytes = read(EXCERPT);
+    let h = parse(&bytes);
+    let all: Vec<usize> = (0..h.tensors.len()).collect();
+    let (header, offsets) = h.header_for(&all);
+    assert_eq!(header, bytes[..h.data_start as usize]);
+    for (t, offset) in h.tensors.iter().zip(offsets) {
+        assert_eq!(t.range.start - h.data_start, offset);
+    }
+}
+
+/// A GGUF file holding the base's tensors (same names, types and shapes) serves as the base,
+/// alone, in a folder or in memory, and interchangeably with the safetensors file: each base
+/// tensor is known by its name, length and digest.
+#[test]
+fn a_gguf_file_serves_as_a_base() {
+    let (st_base, tune) = (read(BASE), read(TUNE));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("base.gguf");
+    let gguf = gguf_of(&st_base, &gguf_every_value());
+    std::fs::write(&path, &gguf).unwrap();
+    let st = Base::open(BASE).unwrap();
+    let bases = [
+        Base::open(&path).unwrap(),
+        Base::open(dir.path()).unwrap(),
+        Base::from_bytes("base.gguf", gguf.clone()).unwrap(),
+    ];
+    for base in &bases {
+        assert_eq!(base.len(), st.len());
+        let t = base.tensor("embeddings.word_embeddings.weight").unwrap();
+        assert_eq!(
+            (t.dtype, &t.shape[..]),
+            (Some(Dtype::BF16), &[512, 384][..])
+        );
+        for mode in [Mode::Fast, Mode::Best] {
+            let opts = EncodeOptions {
+                base: Some(base),
+                ..EncodeOptions::new(mode)
+            };
+            let archive = encode_to_vec(&tune, &opts).unwrap();
+            let info = inspect(&mut Cursor::new(&archive)).unwrap();
+            assert_eq!(info.based_tensors, 7, "{mode}");
+            for other in [base, &st] {
+                let opts = DecodeOptions {
+                    base: Some(other),
+                    check_md5: true,
+                    ..Default::default()
+                };
+                assert_eq!(decode_to_vec(&archive, &opts).unwrap(), tune);
+            }
+        }
+    }
+    let mut bad = gguf.clone();
+    bad.truncate(100);
+    std::fs::write(&path, &bad).unwrap();
+    let err = Base::open(&path).unwrap_err().to_string();
+    assert!(err.contains("not a valid GGUF file"), "{err}");
+}
