@@ -1,5 +1,6 @@
 //! Runs over a folder or several inputs: `sc encode DIR`, `sc decode DIR`, `sc encode A B DIR`.
-//! Every safetensors file (or archive) of a model folder, shards included, and every file named
+//! Every safetensors or GGUF file (or archive) of a model folder, shards included (split GGUF
+//! files `-00001-of-00003.gguf` each their own archive), and every file named
 //! is one job of one list, coded two at a time; with `-o` a folder is mirrored and every other
 //! file (configs, tokenizer, `model.safetensors.index.json`) copied as it is. Collisions are
 //! refused before anything is written, a failed file does not stop the others, and one table
@@ -495,18 +496,20 @@ fn label(inputs: &[PathBuf]) -> String {
     }
 }
 
-/// `sc encode INPUT...` with a folder or several inputs: every `*.safetensors` file below a
-/// folder gets an archive (beside it, or in the mirrored `-o` folder, where all other files are
-/// copied), and every file named gets one (beside it, or in the `-o` folder); a name already
-/// ending in `.sc` is skipped with a warning unless `-f`. With `base` (a file, an archive or a
-/// folder of shards), each file's tensors are coded against their namesakes in it, whatever
-/// shard holds them.
+/// `sc encode INPUT...` with a folder or several inputs: every `*.safetensors` and `*.gguf` file
+/// below a folder gets an archive (beside it, or in the mirrored `-o` folder, where all other
+/// files are copied), and every file named gets one (beside it, or in the `-o` folder); a name
+/// already ending in `.sc` is skipped with a warning unless `-f`. With `base` (a file, an
+/// archive or a folder of shards), each file's tensors are coded against their namesakes in
+/// it, whatever shard holds them.
 pub fn encode(a: &EncodeArgs, base: Option<&sc::Base>) -> Result<()> {
     let base_files = BaseFiles::of(&a.base, base);
     let naming = Naming {
         found: |rel: &Path| {
-            let is_st = rel.extension().is_some_and(|e| e == "safetensors");
-            is_st.then(|| archive_name(rel))
+            let weights = rel
+                .extension()
+                .is_some_and(|e| e == "safetensors" || e == "gguf");
+            weights.then(|| archive_name(rel))
         },
         given: |p: &Path| match super::already_archive(p, a.out.force) {
             Some(why) => Given::Skip(why),

@@ -74,7 +74,8 @@ impl Talk {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Compress files and folders (FILE -> FILE.sc; a folder: each *.safetensors below it)
+    /// Compress files and folders (FILE -> FILE.sc; a folder: each *.safetensors and *.gguf
+    /// below it)
     #[command(visible_alias = "compress", short_flag = 'z', long_flag = "compress")]
     Encode(EncodeArgs),
     /// Restore files from archives (FILE.sc -> FILE; a folder: each *.sc below it)
@@ -255,7 +256,8 @@ struct EncodeArgs {
     /// Files, folders, or '-' for stdin (none: stdin, unless a terminal; several: one table)
     ///
     /// A file becomes FILE.sc beside it (a name already ending in .sc is skipped, unless -f).
-    /// A folder: every *.safetensors below it gets an archive beside it; with -o OUTDIR the
+    /// A folder: every *.safetensors and *.gguf below it (shards and split files each
+    /// their own) gets an archive beside it; with -o OUTDIR the
     /// folder is mirrored there instead, other files copied, so decoding OUTDIR gives the
     /// folder back. '-' reads stdin and writes stdout (or -o), and so does no INPUT when stdin
     /// is not a terminal (`cat F | sc -z > F.sc`). Several inputs, files and
