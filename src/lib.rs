@@ -91,6 +91,11 @@ pub mod entropy;
 mod entropy;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
+pub mod gguf;
+#[cfg(not(feature = "internals"))]
+mod gguf;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
 pub mod pipeline;
 #[cfg(not(feature = "internals"))]
 mod pipeline;
@@ -118,12 +123,9 @@ mod transform;
 mod archive;
 mod base;
 mod error;
-// GGUF is read by the experiment commands so far; the pipeline does not code it yet.
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod fuzz;
-#[cfg(feature = "lab")]
-mod gguf;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod hook;

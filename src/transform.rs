@@ -77,6 +77,12 @@ impl Transform {
         Transform::Sub32,
     ];
 
+    /// Transform planned for a tensor of the quantized ggml type named `name` (a GGUF tensor).
+    pub fn for_ggml(name: &str) -> Transform {
+        let _ = name;
+        Transform::Bytes
+    }
+
     /// Parses the container's transform id.
     pub fn from_id(id: u8) -> Option<Transform> {
         Transform::ALL.get(id as usize).copied()

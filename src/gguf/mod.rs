@@ -14,6 +14,7 @@
 
 pub mod types;
 
+use crate::safetensors::TensorInfo;
 use std::fmt;
 use std::ops::Range;
 use types::GgmlType;
@@ -346,6 +347,41 @@ impl GgufHeader {
     pub fn get(&self, key: &str) -> Option<&Value> {
         self.metadata.iter().find(|(k, _)| k == key).map(|(_, v)| v)
     }
+
+    /// The tensors as the archive lists them, ordered by data offset: offsets relative to the
+    /// data's start, the ggml type's name as dtype name (and the safetensors dtype of the plain
+    /// types that have one), and the shape outermost first (GGUF's dimensions reversed).
+    pub fn tensor_infos(&self) -> Vec<TensorInfo> {
+        let mut infos: Vec<TensorInfo> = self
+            .tensors
+            .iter()
+            .map(|t| TensorInfo {
+                name: t.name.clone(),
+                dtype_name: t.ggml_type.name.to_string(),
+                dtype: t.ggml_type.dtype(),
+                shape: t.dims.iter().rev().copied().collect(),
+                begin: t.range.start - self.data_start,
+                end: t.range.end - self.data_start,
+            })
+            .collect();
+        infos.sort_by_key(|t| (t.begin, t.end));
+        infos
+    }
+}
+
+/// The tensors of a GGUF header kept whole in `prefix` (the file from its magic to the start of
+/// its tensor data), as [`GgufHeader::tensor_infos`] lists them. The header is judged on its
+/// own, its tensors' ends against no file length; a prefix that is not exactly such a header is
+/// an error.
+pub fn kept_tensors(prefix: &[u8]) -> Result<Vec<TensorInfo>, GgufError> {
+    let h = GgufHeader::parse(prefix, u64::MAX)?;
+    if h.data_start != prefix.len() as u64 {
+        return Err(GgufError::Implausible(
+            "kept header length",
+            prefix.len() as u64,
+        ));
+    }
+    Ok(h.tensor_infos())
 }
 
 fn tensor_error(name: &str, problem: String) -> GgufError {

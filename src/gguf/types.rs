@@ -61,6 +61,7 @@ const fn field(name: &'static str, offset: usize, len: usize, packing: Packing) 
     }
 }
 
+use crate::safetensors::Dtype;
 use Packing::{Bits, Bytes, Crumbs, Nibbles, F16, F32, I16};
 
 /// A ggml tensor type: its id in GGUF files, name, and block geometry.
@@ -264,6 +265,22 @@ impl GgmlType {
     /// The type of id `id`, if this build knows it.
     pub fn from_id(id: u32) -> Option<&'static GgmlType> {
         TYPES.iter().find(|t| t.id == id)
+    }
+
+    /// The safetensors dtype of a plain type that has one (`F32`, `F16`, `BF16`, the integers,
+    /// `F64`), else `None`.
+    pub fn dtype(&self) -> Option<Dtype> {
+        Some(match self.name {
+            "F32" => Dtype::F32,
+            "F16" => Dtype::F16,
+            "BF16" => Dtype::BF16,
+            "F64" => Dtype::F64,
+            "I8" => Dtype::I8,
+            "I16" => Dtype::I16,
+            "I32" => Dtype::I32,
+            "I64" => Dtype::I64,
+            _ => return None,
+        })
     }
 
     /// Whether this is a plain number type (one value a block).
