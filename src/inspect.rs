@@ -164,14 +164,14 @@ pub fn inspect<R: Read + Seek>(r: &mut R) -> Result<ArchiveInfo> {
         r.seek(SeekFrom::Start(e.offset))?;
         let rec = BlockRecord::read(r, header.block_size, n as u64)?
             .ok_or_else(|| Error::Corrupt(format!("index entry {n} points at the end tag")))?;
-        let plane_len = rec.transform.plane_len(rec.raw_len as usize) as u64;
+
         let t = transforms.entry(rec.transform.name()).or_default();
         t.blocks += 1;
         t.original += rec.raw_len as u64;
-        for p in &rec.planes {
+        for (k, p) in rec.planes.iter().enumerate() {
             let c = codecs.entry(p.codec.name()).or_default();
             c.planes += 1;
-            c.original += plane_len;
+            c.original += rec.transform.plane_len(k, rec.raw_len as usize) as u64;
             c.coded += p.coded_len as u64;
         }
     }

@@ -530,8 +530,7 @@ impl BlockRecord {
             let coded_len = u32_at(&fixed, at + 4);
             planes.push(PlaneEntry { codec, coded_len });
         }
-        let plane_len = transform.plane_len(raw_len as usize) as u32;
-        check_planes(transform, plane_len, &planes).map_err(bad)?;
+        check_planes(transform, raw_len as usize, &planes).map_err(bad)?;
         Ok(Some(BlockRecord {
             transform,
             raw_len,
@@ -680,14 +679,15 @@ impl Footer {
     }
 }
 
-/// Checks the planes of a block record against each codec's rules and the pairing rules;
-/// `Err` says what is wrong.
+/// Checks the planes of a block record of `raw_len` bytes against each codec's rules and the
+/// pairing rules; `Err` says what is wrong.
 fn check_planes(
     transform: Transform,
-    plane_len: u32,
+    raw_len: usize,
     planes: &[PlaneEntry],
 ) -> std::result::Result<(), String> {
     for (k, p) in planes.iter().enumerate() {
+        let plane_len = transform.plane_len(k, raw_len) as u32;
         let slot = Slot {
             plane: k,
             transform,
