@@ -182,7 +182,7 @@ impl<R: Read + Seek + Send> Archive<R> {
         let tensors = kept_tensors(&header)?;
         let metadata = match header.kind {
             Kind::Safetensors => metadata_of(&header.prefix[8..])?,
-            Kind::Generic => None,
+            Kind::Generic | Kind::Gguf => None,
         };
         let spans = spans_of(&header, &tensors)?;
         // The default budget takes one block in flight however large (a base's blocks of

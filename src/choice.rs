@@ -524,6 +524,15 @@ pub fn code(
     let huffjoint = mode == Mode::Fast && transform == Transform::Exp16;
     if n == 1 {
         codecs[0] = code_plane(raw, true, mode, &mut coded[0]);
+    } else if transform.ggml().is_some() {
+        // Every field of a quantized block is worth coding: even the quants of Q8_0 measure
+        // 7.5 bits a byte, which FAST's raw threshold would leave stored.
+        transform.split(raw, planes);
+        let chosen: Vec<Codec> = (coded[..n].par_iter_mut())
+            .zip(&planes[..n])
+            .map(|(c, p)| code_plane(p, true, mode, c))
+            .collect();
+        codecs[..n].copy_from_slice(&chosen);
     } else if let Some(pair) = huffjoint
         .then(|| code_huffjoint(raw, coded, keys))
         .flatten()

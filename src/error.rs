@@ -146,6 +146,9 @@ pub enum HeaderError {
     /// Two tensors' data overlap.
     #[error("tensors {0:?} and {1:?} overlap")]
     Overlap(String, String),
+    /// The input starts with the GGUF magic but is not a GGUF file this build reads: says why.
+    #[error("GGUF header: {0}")]
+    Gguf(String),
     /// A tensor ends past the data the input holds.
     #[error("tensor {name:?} ends at {end} but the payload has {payload} bytes")]
     PastEnd {

@@ -4,7 +4,7 @@
 use crate::container::refs::{References, Source as RefSource};
 use crate::container::{BlockRecord, FileHeader, Footer, Kind, Mode};
 use crate::error::{Error, Result};
-use crate::safetensors::{Header, TensorInfo};
+use crate::safetensors::TensorInfo;
 use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom};
 
@@ -53,7 +53,7 @@ pub(crate) fn reference<'h>(header: &'h FileHeader, name: &str) -> Option<Refere
 pub(crate) fn header_json(header: &FileHeader) -> Option<&str> {
     match header.kind {
         Kind::Safetensors => std::str::from_utf8(&header.prefix[8..]).ok(),
-        Kind::Generic => None,
+        Kind::Generic | Kind::Gguf => None,
     }
 }
 
@@ -164,22 +164,20 @@ pub fn inspect<R: Read + Seek>(r: &mut R) -> Result<ArchiveInfo> {
         r.seek(SeekFrom::Start(e.offset))?;
         let rec = BlockRecord::read(r, header.block_size, n as u64)?
             .ok_or_else(|| Error::Corrupt(format!("index entry {n} points at the end tag")))?;
-        let plane_len = rec.transform.plane_len(rec.raw_len as usize) as u64;
+
         let t = transforms.entry(rec.transform.name()).or_default();
         t.blocks += 1;
         t.original += rec.raw_len as u64;
-        for p in &rec.planes {
+        for (k, p) in rec.planes.iter().enumerate() {
             let c = codecs.entry(p.codec.name()).or_default();
             c.planes += 1;
-            c.original += plane_len;
+            c.original += rec.transform.plane_len(k, rec.raw_len as usize) as u64;
             c.coded += p.coded_len as u64;
         }
     }
     let tensors = match header.kind {
-        Kind::Safetensors => Header::parse(&header.prefix[8..], None)
-            .ok()
-            .map(|h| h.tensors),
         Kind::Generic => None,
+        _ => crate::pipeline::decode::kept_tensors(&header).ok(),
     };
     let (based_tensors, repeated_tensors) = header.refs.as_ref().map_or((0, 0), References::counts);
     let base_name = header

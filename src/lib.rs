@@ -91,6 +91,11 @@ pub mod entropy;
 mod entropy;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
+pub mod gguf;
+#[cfg(not(feature = "internals"))]
+mod gguf;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
 pub mod pipeline;
 #[cfg(not(feature = "internals"))]
 mod pipeline;
@@ -121,13 +126,6 @@ mod error;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod fuzz;
-#[cfg(feature = "internals")]
-#[doc(hidden)]
-pub mod gguf;
-// Parts of the GGUF reader serve only the experiment commands.
-#[cfg(not(feature = "internals"))]
-#[cfg_attr(not(feature = "lab"), allow(dead_code))]
-mod gguf;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod hook;

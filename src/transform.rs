@@ -10,6 +10,8 @@
 //! repeated tensor): a fine-tune moves each weight by a few units in the last place, so the
 //! difference is small where the values themselves are not.
 
+pub mod ggml;
+
 use crate::error::CodecError;
 
 /// Most planes any transform produces.
@@ -18,6 +20,7 @@ pub const MAX_PLANES: usize = 8;
 /// How a block is split into planes; stored per block in the container.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
+#[allow(non_camel_case_types)]
 pub enum Transform {
     /// One plane: the bytes as they are (8-bit data, gaps, non-safetensors input).
     Bytes = 0,
@@ -56,11 +59,35 @@ pub enum Transform {
     Xor32 = 12,
     /// [`Transform::Sub16`] for 32-bit floats.
     Sub32 = 13,
+    /// ggml's `Q4_0` blocks in planes of their fields ([`ggml::LAYOUTS`]).
+    Q4_0 = 14,
+    /// ggml's `Q4_1` blocks in planes of their fields ([`ggml::LAYOUTS`]).
+    Q4_1 = 15,
+    /// ggml's `Q5_0` blocks in planes of their fields ([`ggml::LAYOUTS`]).
+    Q5_0 = 16,
+    /// ggml's `Q5_1` blocks in planes of their fields ([`ggml::LAYOUTS`]).
+    Q5_1 = 17,
+    /// ggml's `Q8_0` blocks in planes of their fields ([`ggml::LAYOUTS`]).
+    Q8_0 = 18,
+    /// ggml's `Q8_1` blocks in planes of their fields ([`ggml::LAYOUTS`]).
+    Q8_1 = 19,
+    /// ggml's `Q2_K` blocks in planes of their fields ([`ggml::LAYOUTS`]).
+    Q2_K = 20,
+    /// ggml's `Q3_K` blocks in planes of their fields ([`ggml::LAYOUTS`]).
+    Q3_K = 21,
+    /// ggml's `Q4_K` blocks in planes of their fields ([`ggml::LAYOUTS`]).
+    Q4_K = 22,
+    /// ggml's `Q5_K` blocks in planes of their fields ([`ggml::LAYOUTS`]).
+    Q5_K = 23,
+    /// ggml's `Q6_K` blocks in planes of their fields ([`ggml::LAYOUTS`]).
+    Q6_K = 24,
+    /// ggml's `Q8_K` blocks in planes of their fields ([`ggml::LAYOUTS`]).
+    Q8_K = 25,
 }
 
 impl Transform {
     /// Every transform, in id order.
-    pub const ALL: [Transform; 14] = [
+    pub const ALL: [Transform; 26] = [
         Transform::Bytes,
         Transform::Split16,
         Transform::Exp16,
@@ -75,14 +102,42 @@ impl Transform {
         Transform::Sub16,
         Transform::Xor32,
         Transform::Sub32,
+        Transform::Q4_0,
+        Transform::Q4_1,
+        Transform::Q5_0,
+        Transform::Q5_1,
+        Transform::Q8_0,
+        Transform::Q8_1,
+        Transform::Q2_K,
+        Transform::Q3_K,
+        Transform::Q4_K,
+        Transform::Q5_K,
+        Transform::Q6_K,
+        Transform::Q8_K,
     ];
+
+    /// Transform planned for a tensor of the quantized ggml type named `name` (a GGUF tensor):
+    /// its block layout's, or [`Transform::Bytes`] for a type without one.
+    pub fn for_ggml(name: &str) -> Transform {
+        let k = ggml::LAYOUTS.iter().position(|l| l.name == name);
+        k.and_then(|k| Transform::from_id(ggml::FIRST_ID + k as u8))
+            .unwrap_or(Transform::Bytes)
+    }
+
+    /// The ggml block layout of a ggml transform.
+    pub fn ggml(self) -> Option<&'static ggml::Layout> {
+        (self as u8)
+            .checked_sub(ggml::FIRST_ID)
+            .and_then(|k| ggml::LAYOUTS.get(k as usize))
+    }
 
     /// Parses the container's transform id.
     pub fn from_id(id: u8) -> Option<Transform> {
         Transform::ALL.get(id as usize).copied()
     }
 
-    /// Bytes per element; block lengths must be a multiple of it.
+    /// Bytes per element (a ggml block for the ggml transforms); block lengths must be a
+    /// multiple of it.
     pub fn width(self) -> usize {
         match self {
             Transform::Bytes | Transform::Xor8 => 1,
@@ -93,12 +148,21 @@ impl Transform {
             | Transform::Xor32
             | Transform::Sub32 => 4,
             Transform::Exp64 | Transform::Split64 | Transform::Delta64 => 8,
+            t => t.ggml().map_or(1, |l| l.ggml().block_bytes as usize),
         }
     }
 
-    /// Number of planes: one per byte of the element.
+    /// Number of planes: one per byte of the element, or per piece of a ggml layout.
     pub fn planes(self) -> usize {
-        self.width()
+        match self.ggml() {
+            Some(l) => l.planes.len(),
+            None => self.width(),
+        }
+    }
+
+    /// Bytes plane `k` takes per element: 1, or a ggml layout's piece's bytes.
+    pub fn unit_bytes(self, k: usize) -> usize {
+        self.ggml().map_or(1, |l| l.bytes(k))
     }
 
     /// Whether plane 0 holds a float exponent and plane 1 the sign and top mantissa bits, the
@@ -119,9 +183,10 @@ impl Transform {
         )
     }
 
-    /// Length of each plane of a block of `raw_len` bytes (a multiple of the width).
-    pub fn plane_len(self, raw_len: usize) -> usize {
-        raw_len / self.width()
+    /// Length of plane `k` of a block of `raw_len` bytes (a multiple of the width): its bytes
+    /// per element times the elements.
+    pub fn plane_len(self, k: usize, raw_len: usize) -> usize {
+        raw_len / self.width() * self.unit_bytes(k)
     }
 
     /// Short name for reports.
@@ -141,6 +206,18 @@ impl Transform {
             Transform::Sub16 => "sub16",
             Transform::Xor32 => "xor32",
             Transform::Sub32 => "sub32",
+            Transform::Q4_0 => "q4_0",
+            Transform::Q4_1 => "q4_1",
+            Transform::Q5_0 => "q5_0",
+            Transform::Q5_1 => "q5_1",
+            Transform::Q8_0 => "q8_0",
+            Transform::Q8_1 => "q8_1",
+            Transform::Q2_K => "q2_k",
+            Transform::Q3_K => "q3_k",
+            Transform::Q4_K => "q4_k",
+            Transform::Q5_K => "q5_k",
+            Transform::Q6_K => "q6_k",
+            Transform::Q8_K => "q8_k",
         }
     }
 
@@ -155,7 +232,11 @@ impl Transform {
     /// [`Transform::split`] of `raw` coded against `base`, its paired bytes (as long as `raw`;
     /// empty: zeros). Transforms other than the delta ones ignore `base`.
     pub fn split_against(self, raw: &[u8], base: &[u8], planes: &mut [Vec<u8>]) {
-        let n = self.plane_len(raw.len());
+        if let Some(l) = self.ggml() {
+            let whole = raw.len() - raw.len() % self.width();
+            return l.split(&raw[..whole], planes);
+        }
+        let n = raw.len() / self.width();
         // Every byte is overwritten below, so a reused plane keeps its old bytes (resizing
         // after a clear would zero megabytes per block for nothing).
         for p in planes.iter_mut().take(self.planes()) {
@@ -211,6 +292,7 @@ impl Transform {
             Transform::Sub32 => split32(raw, base, planes, |w, b| {
                 zigzag32(order32(w).wrapping_sub(order32(b)))
             }),
+            _ => unreachable!("the ggml transforms split above"),
         }
     }
 
@@ -228,12 +310,16 @@ impl Transform {
         base: &[u8],
         out: &mut [u8],
     ) -> Result<(), CodecError> {
-        let n = self.plane_len(out.len());
+        let n = out.len() / self.width();
         if planes.len() != self.planes()
-            || planes.iter().any(|p| p.len() != n)
+            || (0..planes.len()).any(|k| planes[k].len() != self.plane_len(k, out.len()))
             || out.len() != n * self.width()
         {
             return Err(CodecError("plane lengths do not match the block"));
+        }
+        if let Some(l) = self.ggml() {
+            l.merge(planes, out);
+            return Ok(());
         }
         if !base.is_empty() && base.len() != out.len() {
             return Err(CodecError("base bytes do not match the block"));
@@ -281,6 +367,7 @@ impl Transform {
             Transform::Sub32 => merge32(planes, base, out, |d, b| {
                 unorder32(order32(b).wrapping_add(unzigzag32(d)))
             }),
+            _ => unreachable!("the ggml transforms merged above"),
         }
         Ok(())
     }

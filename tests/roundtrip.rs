@@ -197,6 +197,10 @@ fn check_inspect(
             );
             assert!(info.tensors.is_some(), "{what}");
         }
+        Kind::Gguf => {
+            assert_eq!(&input[..4], b"GGUF", "{what}");
+            assert!(info.tensors.is_some(), "{what}");
+        }
         Kind::Generic => assert_eq!(prefix, 0, "{what}"),
     }
     // Blocks tile the rest of the input exactly, and the planes cover the blocks.
@@ -215,7 +219,9 @@ fn check_inspect(
 /// uses nothing newer; `sign_models`: it was coded with sign models.
 fn check_version(info: &sc::ArchiveInfo, sign_models: bool, what: &str) {
     let h = info.header();
-    let want = if h.mode == Mode::Best && h.kind == Kind::Safetensors {
+    let want = if h.kind == Kind::Gguf {
+        sc::container::GGUF_VERSION
+    } else if h.mode == Mode::Best && h.kind == Kind::Safetensors {
         match sign_models {
             true => sc::container::SIGNS_VERSION,
             false => 4,

@@ -1,4 +1,4 @@
-//! The kept safetensors header stored deflated (format version 3, header flag bit 2).
+//! The kept header (safetensors or GGUF) stored deflated (format version 3, header flag bit 2).
 //!
 //! A raw DEFLATE stream (RFC 1951, no zlib or gzip wrapper): the archive's XXH3 already checks
 //! the stored bytes, and the declared length bounds the output.
@@ -27,8 +27,8 @@ pub fn pack(kept: &[u8]) -> Option<Vec<u8>> {
 /// Inflates `packed`, which must be one whole DEFLATE stream, ending at its last byte, of
 /// exactly `len` bytes. Memory grows with the bytes actually inflated, never past `len`, so a
 /// claimed length costs nothing until the stream produces it.
-pub fn unpack(packed: &[u8], len: usize) -> Result<Vec<u8>> {
-    let bad = |what: &str| Error::Corrupt(format!("kept safetensors header corrupt: {what}"));
+pub fn unpack(packed: &[u8], len: usize, header: &str) -> Result<Vec<u8>> {
+    let bad = |what: &str| Error::Corrupt(format!("{header} corrupt: {what}"));
     let flags = inflate_flags::TINFL_FLAG_USING_NON_WRAPPING_OUTPUT_BUF;
     let mut state = Box::<DecompressorOxide>::default();
     let mut out = vec![0u8; len.min(packed.len().saturating_mul(4).max(4096))];
@@ -83,15 +83,18 @@ mod tests {
             let kept = header_like(n);
             let packed = pack(&kept).expect("a JSON header deflates");
             assert!(packed.len() + PACKED_LEN_FIELD < kept.len());
-            assert_eq!(unpack(&packed, kept.len()).unwrap(), kept);
+            assert_eq!(unpack(&packed, kept.len(), "h").unwrap(), kept);
             // The declared length must be exact, and the stream must end at its last byte.
-            assert!(unpack(&packed, kept.len() - 1).is_err());
-            assert!(unpack(&packed, kept.len() + 1).is_err());
+            assert!(unpack(&packed, kept.len() - 1, "h").is_err());
+            assert!(unpack(&packed, kept.len() + 1, "h").is_err());
             let mut longer = packed.clone();
             longer.push(0);
-            assert!(unpack(&longer, kept.len()).is_err());
+            assert!(unpack(&longer, kept.len(), "h").is_err());
             for cut in [0, 1, packed.len() / 2, packed.len() - 1] {
-                assert!(unpack(&packed[..cut], kept.len()).is_err(), "cut {cut}");
+                assert!(
+                    unpack(&packed[..cut], kept.len(), "h").is_err(),
+                    "cut {cut}"
+                );
             }
         }
     }
@@ -114,7 +117,7 @@ mod tests {
                 let mut bad = packed.clone();
                 bad[i] ^= bit;
                 // Either an error, or (a flip in padding bits) the same header.
-                if let Ok(out) = unpack(&bad, kept.len()) {
+                if let Ok(out) = unpack(&bad, kept.len(), "h") {
                     assert_eq!(out.len(), kept.len());
                 }
             }
@@ -122,7 +125,7 @@ mod tests {
         // A stream of long matches claims far more than it has: output stays within `len`.
         let zeros = vec![0u8; 1 << 20];
         let bomb = miniz_oxide::deflate::compress_to_vec(&zeros, 10);
-        assert!(unpack(&bomb, 1000).is_err());
-        assert_eq!(unpack(&bomb, 1 << 20).unwrap(), zeros);
+        assert!(unpack(&bomb, 1000, "h").is_err());
+        assert_eq!(unpack(&bomb, 1 << 20, "h").unwrap(), zeros);
     }
 }

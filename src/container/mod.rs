@@ -22,10 +22,13 @@ pub const MAGIC: [u8; 4] = [0x89, b'S', b'C', b'W'];
 pub const END_MAGIC: [u8; 4] = *b"SCWE";
 /// Newest format version this build writes and reads. Each archive is written with the lowest
 /// version that holds what its encoder may use (see [`FileHeader::new`] and [`SIGNS_VERSION`]).
-pub const VERSION: u16 = 5;
+pub const VERSION: u16 = 6;
 /// The format version of an archive coded with sign models (the `ctxsigns` and `signs`
 /// codecs), which its encoder asks for (see `EncodeOptions::sign_models`).
 pub const SIGNS_VERSION: u16 = 5;
+/// The format version of an archive of a GGUF file (kind [`Kind::Gguf`] and the ggml block
+/// transforms).
+pub const GGUF_VERSION: u16 = 6;
 /// Oldest format version this build reads: version 2 added the `ctxjoint` codec, the
 /// reference section and the delta transforms, so version 1 archives read as they always did.
 pub const OLDEST_VERSION: u16 = 1;
@@ -43,6 +46,11 @@ pub const INDEX_ENTRY_LEN: usize = 24;
 pub const TRAILER_LEN: usize = 52;
 /// Longest JSON text of a kept safetensors header (the reference reader's limit).
 pub const MAX_KEPT_JSON: u64 = 100 << 20;
+/// Longest kept GGUF header (magic to tensor data): real ones take megabytes, most of them the
+/// tokenizer's vocabulary; a longer one sends the file down the generic path.
+pub const MAX_KEPT_GGUF: u64 = 256 << 20;
+/// Shortest kept GGUF header: magic, version and the two counts.
+pub const MIN_KEPT_GGUF: u64 = 24;
 
 const TAG_BLOCK: u8 = 0xB1;
 const TAG_END: u8 = 0xE0;
@@ -101,6 +109,16 @@ pub enum Kind {
     Generic = 0,
     /// A valid safetensors file; its header is kept verbatim.
     Safetensors = 1,
+    /// A valid GGUF file (llama.cpp's format, format version 6); its header, metadata and tensor
+    /// infos are kept verbatim, up to the start of the tensor data.
+    Gguf = 2,
+}
+
+impl Kind {
+    /// Whether the archive keeps a header that lists tensors (safetensors or GGUF).
+    pub fn has_tensors(self) -> bool {
+        self != Kind::Generic
+    }
 }
 
 fn u16_at(b: &[u8], at: usize) -> u16 {
@@ -187,7 +205,9 @@ impl FileHeader {
     /// with version 1's transforms and codecs alone unless it has references).
     pub fn lowest_version(&self, sign_models: bool) -> u16 {
         let tensors = self.mode == Mode::Best && self.kind == Kind::Safetensors;
-        if tensors && sign_models {
+        if self.kind == Kind::Gguf {
+            GGUF_VERSION
+        } else if tensors && sign_models {
             SIGNS_VERSION
         } else if tensors {
             4
@@ -276,6 +296,7 @@ impl FileHeader {
         let kind = match fixed[7] {
             0 => Kind::Generic,
             1 => Kind::Safetensors,
+            2 if version >= GGUF_VERSION => Kind::Gguf,
             k => return Err(corrupt(format!("unknown input kind {k} in file header"))),
         };
         let block_size = u32_at(&fixed, 8);
@@ -293,25 +314,30 @@ impl FileHeader {
         let prefix_ok = match kind {
             Kind::Generic => prefix_len == 0,
             Kind::Safetensors => (8..=MAX_KEPT_JSON + 8).contains(&prefix_len),
+            Kind::Gguf => (MIN_KEPT_GGUF..=MAX_KEPT_GGUF).contains(&prefix_len),
         };
         if !prefix_ok {
             return Err(corrupt(format!(
                 "file header: kept-header length {prefix_len} is impossible"
             )));
         }
+        let what = match kind {
+            Kind::Gguf => "kept GGUF header",
+            _ => "kept safetensors header",
+        };
         let mut h = twox_hash::XxHash3_64::new();
         h.write(&fixed);
         let room = archive_len.map(|len| len.saturating_sub(HEADER_FIXED_LEN as u64));
         let (prefix, packed, stored) = if flags & FLAG_PACKED == 0 {
-            let prefix = read_checked(r, prefix_len, room, "kept safetensors header")?;
+            let prefix = read_checked(r, prefix_len, room, what)?;
             h.write(&prefix);
             (prefix, None, prefix_len)
         } else {
-            if kind != Kind::Safetensors {
+            if !kind.has_tensors() {
                 return Err(corrupt("a generic archive with a deflated kept header"));
             }
             let mut field = [0u8; kept::PACKED_LEN_FIELD];
-            read_exact_or(r, &mut field, "kept safetensors header")?;
+            read_exact_or(r, &mut field, what)?;
             h.write(&field);
             let packed_len = u32::from_le_bytes(field) as u64;
             if packed_len == 0 || packed_len > prefix_len {
@@ -320,7 +346,7 @@ impl FileHeader {
                 )));
             }
             let room = room.map(|len| len.saturating_sub(field.len() as u64));
-            let packed = read_checked(r, packed_len, room, "kept safetensors header")?;
+            let packed = read_checked(r, packed_len, room, what)?;
             h.write(&packed);
             (Vec::new(), Some(packed), field.len() as u64 + packed_len)
         };
@@ -330,11 +356,16 @@ impl FileHeader {
             return Err(corrupt("file header checksum mismatch"));
         }
         let prefix = match &packed {
-            Some(p) => kept::unpack(p, prefix_len as usize)?,
+            Some(p) => kept::unpack(p, prefix_len as usize, what)?,
             None => prefix,
         };
         if kind == Kind::Safetensors && u64_at(&prefix, 0) != prefix_len - 8 {
             return Err(corrupt("kept safetensors header has the wrong length"));
+        }
+        if kind == Kind::Gguf && prefix[..4] != crate::gguf::MAGIC {
+            return Err(corrupt(
+                "kept GGUF header does not start with the GGUF magic",
+            ));
         }
         let refs = match flags & FLAG_REFS {
             0 => None,
@@ -342,7 +373,7 @@ impl FileHeader {
                 let after = HEADER_FIXED_LEN as u64 + stored + 8;
                 let room = archive_len.map(|len| len.saturating_sub(after));
                 let refs = References::read(r, room)?;
-                if kind != Kind::Safetensors && !refs.entries.is_empty() {
+                if !kind.has_tensors() && !refs.entries.is_empty() {
                     return Err(corrupt("a generic archive with tensor references"));
                 }
                 Some(refs)
@@ -499,8 +530,7 @@ impl BlockRecord {
             let coded_len = u32_at(&fixed, at + 4);
             planes.push(PlaneEntry { codec, coded_len });
         }
-        let plane_len = transform.plane_len(raw_len as usize) as u32;
-        check_planes(transform, plane_len, &planes).map_err(bad)?;
+        check_planes(transform, raw_len as usize, &planes).map_err(bad)?;
         Ok(Some(BlockRecord {
             transform,
             raw_len,
@@ -649,14 +679,15 @@ impl Footer {
     }
 }
 
-/// Checks the planes of a block record against each codec's rules and the pairing rules;
-/// `Err` says what is wrong.
+/// Checks the planes of a block record of `raw_len` bytes against each codec's rules and the
+/// pairing rules; `Err` says what is wrong.
 fn check_planes(
     transform: Transform,
-    plane_len: u32,
+    raw_len: usize,
     planes: &[PlaneEntry],
 ) -> std::result::Result<(), String> {
     for (k, p) in planes.iter().enumerate() {
+        let plane_len = transform.plane_len(k, raw_len) as u32;
         let slot = Slot {
             plane: k,
             transform,

@@ -15,7 +15,7 @@
 pub mod types;
 pub mod write;
 
-use crate::safetensors::{Dtype, TensorInfo};
+use crate::safetensors::TensorInfo;
 use std::fmt;
 use std::ops::Range;
 use types::GgmlType;
@@ -26,8 +26,9 @@ pub const MAGIC: [u8; 4] = *b"GGUF";
 pub const DEFAULT_ALIGNMENT: u64 = 32;
 /// Most dimensions a ggml tensor has.
 pub const MAX_DIMS: u32 = 4;
-/// Most bytes a header may take (the tokenizer's vocabulary makes it megabytes).
-pub const MAX_HEADER_LEN: u64 = 1 << 30;
+/// Most bytes a header may take when read from a file (the tokenizer's vocabulary makes it
+/// megabytes; an archive keeps no more).
+pub const MAX_HEADER_LEN: u64 = 256 << 20;
 /// Header bytes read first by [`read_header_at`]; doubled until the header fits.
 const FIRST_READ: u64 = 1 << 20;
 /// Deepest nesting of arrays the reader follows (ggml writes none deeper than 1).
@@ -353,23 +354,40 @@ impl GgufHeader {
         self.metadata.iter().find(|(k, _)| k == key).map(|(_, v)| v)
     }
 
-    /// The tensors as safetensors describes tensors, in file order: `begin` and `end`
-    /// relative to the start of the tensor data, the ggml type's name as the dtype name (and
-    /// as the [`Dtype`] for F32, F16, BF16 and the integer types, which both formats have),
-    /// the shape outermost first (GGUF's dimensions reversed).
+    /// The tensors as the archive lists them, ordered by data offset: offsets relative to the
+    /// data's start, the ggml type's name as dtype name (and the safetensors dtype of the plain
+    /// types that have one), and the shape outermost first (GGUF's dimensions reversed).
     pub fn tensor_infos(&self) -> Vec<TensorInfo> {
-        self.tensors
+        let mut infos: Vec<TensorInfo> = self
+            .tensors
             .iter()
             .map(|t| TensorInfo {
                 name: t.name.clone(),
                 dtype_name: t.ggml_type.name.to_string(),
-                dtype: Dtype::parse(t.ggml_type.name),
+                dtype: t.ggml_type.dtype(),
                 shape: t.dims.iter().rev().copied().collect(),
                 begin: t.range.start - self.data_start,
                 end: t.range.end - self.data_start,
             })
-            .collect()
+            .collect();
+        infos.sort_by_key(|t| (t.begin, t.end));
+        infos
     }
+}
+
+/// The tensors of a GGUF header kept whole in `prefix` (the file from its magic to the start of
+/// its tensor data), as [`GgufHeader::tensor_infos`] lists them. The header is judged on its
+/// own, its tensors' ends against no file length; a prefix that is not exactly such a header is
+/// an error.
+pub fn kept_tensors(prefix: &[u8]) -> Result<Vec<TensorInfo>, GgufError> {
+    let h = GgufHeader::parse(prefix, u64::MAX)?;
+    if h.data_start != prefix.len() as u64 {
+        return Err(GgufError::Implausible(
+            "kept header length",
+            prefix.len() as u64,
+        ));
+    }
+    Ok(h.tensor_infos())
 }
 
 /// Reads and validates the header of a GGUF file of `len` bytes through `read_at` (which

@@ -61,6 +61,7 @@ const fn field(name: &'static str, offset: usize, len: usize, packing: Packing) 
     }
 }
 
+use crate::safetensors::Dtype;
 use Packing::{Bits, Bytes, Crumbs, Nibbles, F16, F32, I16};
 
 /// A ggml tensor type: its id in GGUF files, name, and block geometry.
@@ -266,6 +267,22 @@ impl GgmlType {
         TYPES.iter().find(|t| t.id == id)
     }
 
+    /// The safetensors dtype of a plain type that has one (`F32`, `F16`, `BF16`, the integers,
+    /// `F64`), else `None`.
+    pub fn dtype(&self) -> Option<Dtype> {
+        Some(match self.name {
+            "F32" => Dtype::F32,
+            "F16" => Dtype::F16,
+            "BF16" => Dtype::BF16,
+            "F64" => Dtype::F64,
+            "I8" => Dtype::I8,
+            "I16" => Dtype::I16,
+            "I32" => Dtype::I32,
+            "I64" => Dtype::I64,
+            _ => return None,
+        })
+    }
+
     /// Whether this is a plain number type (one value a block).
     pub fn is_plain(&self) -> bool {
         self.block_values == 1
@@ -336,9 +353,80 @@ pub fn join_quants(t: &GgmlType, block: &[u8], out: &mut [u8]) -> bool {
     true
 }
 
+/// The inverse of [`join_quants`]: writes the low and high bits of each quant of `values` (one
+/// per value of a block of `t`, in the block's value order; bits above the quant's are
+/// ignored) into their fields of `block`, leaving its other bytes as they are. Returns `false`
+/// for types without joined quants.
+pub fn unjoin_quants(t: &GgmlType, values: &[u8], block: &mut [u8]) -> bool {
+    match t.name {
+        "Q5_0" | "Q5_1" => {
+            let at = if t.name == "Q5_0" { 2 } else { 4 };
+            let (qh, qs) = block[at..at + 20].split_at_mut(4);
+            let mut high = 0u32;
+            for j in 0..16 {
+                let (a, b) = (values[j], values[j + 16]);
+                qs[j] = (a & 0xf) | (b & 0xf) << 4;
+                high |= u32::from(a >> 4 & 1) << j | u32::from(b >> 4 & 1) << (j + 16);
+            }
+            qh.copy_from_slice(&high.to_le_bytes());
+        }
+        "Q5_K" => {
+            let (qh, qs) = block[16..176].split_at_mut(32);
+            qh.fill(0);
+            for (g, ql) in qs.chunks_exact_mut(32).enumerate() {
+                for (l, q) in ql.iter_mut().enumerate() {
+                    let (a, b) = (values[64 * g + l], values[64 * g + 32 + l]);
+                    *q = (a & 0xf) | (b & 0xf) << 4;
+                    qh[l] |= (a >> 4 & 1) << (2 * g) | (b >> 4 & 1) << (2 * g + 1);
+                }
+            }
+        }
+        "Q6_K" => {
+            for half in 0..2 {
+                let v = &values[128 * half..128 * half + 128];
+                let (lows, highs) = block.split_at_mut(128);
+                let ql = &mut lows[64 * half..64 * half + 64];
+                let qh = &mut highs[32 * half..32 * half + 32];
+                for l in 0..32 {
+                    ql[l] = (v[l] & 0xf) | (v[l + 64] & 0xf) << 4;
+                    ql[l + 32] = (v[l + 32] & 0xf) | (v[l + 96] & 0xf) << 4;
+                    qh[l] = (v[l] >> 4 & 3)
+                        | (v[l + 32] >> 4 & 3) << 2
+                        | (v[l + 64] >> 4 & 3) << 4
+                        | (v[l + 96] >> 4 & 3) << 6;
+                }
+            }
+        }
+        _ => return false,
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Joining then unjoining the quants of any block gives the block back.
+    #[test]
+    fn unjoin_inverts_join() {
+        let mut rnd = crate::test_rng(7);
+        for t in TYPES.iter().filter(|t| joined_quant_bits(t).is_some()) {
+            for _ in 0..50 {
+                let block: Vec<u8> = (0..t.block_bytes).map(|_| rnd() as u8).collect();
+                let mut values = vec![0u8; t.block_values as usize];
+                assert!(join_quants(t, &block, &mut values));
+                let mut back = block.clone();
+                back.iter_mut().for_each(|b| *b = !*b);
+                // Fields other than the quants are the caller's: copy them.
+                for f in t.fields.iter().filter(|f| !f.name.starts_with('q')) {
+                    back[f.offset..f.offset + f.len]
+                        .copy_from_slice(&block[f.offset..f.offset + f.len]);
+                }
+                assert!(unjoin_quants(t, &values, &mut back));
+                assert_eq!(back, block, "{}", t.name);
+            }
+        }
+    }
 
     /// Each described block is covered by its fields exactly, in order, and ids are unique.
     #[test]

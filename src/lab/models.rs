@@ -204,6 +204,7 @@ fn ctx_tensors_size<R: Read + Seek>(
         block_size,
         &Spans::default(),
         Mode::Best,
+        crate::Kind::Safetensors,
     );
     let (mut bytes, mut values, mut blocks) = ([0; 3], 0, 0);
     let (mut raw, mut exp, mut scratch) = (Vec::new(), vec![Vec::new(), Vec::new()], Vec::new());

@@ -103,14 +103,14 @@ pub fn unshuffle<R: Read, W: Write>(input: &mut R, output: &mut W) -> Result<u64
         }
         // The shuffle never codes against a base: a delta transform here is not one of its.
         let t = Transform::from_id(id[0])
-            .filter(|t| !t.is_delta())
+            .filter(|t| !t.is_delta() && t.ggml().is_none())
             .ok_or_else(|| bad("unknown transform"))?;
         buf.resize(spec.len as usize, 0);
         let got = read_up_to(input, &mut buf)?;
         if got % t.width() != 0 {
             return Err(bad("a block ends inside an element"));
         }
-        let n = t.plane_len(got);
+        let n = t.plane_len(0, got);
         let views: Vec<&[u8]> = buf[..got].chunks(n.max(1)).collect();
         out.resize(got, 0);
         if got > 0 {

@@ -107,17 +107,19 @@ fn sized(v: &mut Vec<u8>, len: usize) -> &mut [u8] {
     v
 }
 
-/// Decodes planes 0 and 1 of a multi-plane block into `s0`/`s1` (or borrows stored ones);
-/// `base` is the block's base bytes (empty for blocks without).
+/// Decodes planes 0 and 1 of a multi-plane block, of `lens` bytes, into `s0`/`s1` (or borrows
+/// stored ones); `base` is the block's base bytes (empty for blocks without). Only planes of
+/// one length pair with each other or take plane 0 as context (the codecs' rules place them).
 fn decode_head<'a>(
     e: [&PlaneEntry; 2],
     parts: [&'a [u8]; 2],
-    plane_len: usize,
+    lens: [usize; 2],
     base: &[u8],
     s0: &'a mut Vec<u8>,
     s1: &'a mut Vec<u8>,
 ) -> Result<[&'a [u8]; 2], CodecError> {
     let second = e[1].codec.spec().decode;
+    let plane_len = lens[1];
     match (e[0].codec.spec().decode, second) {
         (
             Decode::Pair {
@@ -131,8 +133,8 @@ fn decode_head<'a>(
         }
         (Decode::Plane(_), Decode::Plane(_)) => {
             let (a, b) = rayon::join(
-                || plane_view(e[0], parts[0], plane_len, s0),
-                || plane_view(e[1], parts[1], plane_len, s1),
+                || plane_view(e[0], parts[0], lens[0], s0),
+                || plane_view(e[1], parts[1], lens[1], s1),
             );
             Ok([a?, b?])
         }
@@ -186,7 +188,7 @@ pub fn decode_block(
         *part = head;
         rest = tail;
     }
-    let plane_len = record.transform.plane_len(out.len());
+    let t = record.transform;
     let words = match record.planes[0].codec.spec().decode {
         // Validation placed such a codec only where its partner codes plane 1.
         Decode::Pair { words, .. } if record.transform == Transform::Exp16 => words,
@@ -209,7 +211,7 @@ pub fn decode_block(
                 decode_head(
                     [&e[0], &e[1]],
                     [parts[0], parts[1]],
-                    plane_len,
+                    [t.plane_len(0, out.len()), t.plane_len(1, out.len())],
                     base,
                     s0,
                     s1,
@@ -220,7 +222,10 @@ pub fn decode_block(
                     .par_iter_mut()
                     .zip(&e[2..])
                     .zip(&parts[2..n])
-                    .map(|((s, e), part)| plane_view(e, part, plane_len, s))
+                    .enumerate()
+                    .map(|(k, ((s, e), part))| {
+                        plane_view(e, part, t.plane_len(k + 2, out.len()), s)
+                    })
                     .collect::<Result<Vec<&[u8]>, CodecError>>()
             },
         );

@@ -257,8 +257,9 @@ impl Own<'_> {
     }
 }
 
-/// The tensors of the kept header of an archive with `header` (none for a generic archive).
-/// The encoder keeps a header only if it parsed, so one that does not is corruption.
+/// The tensors of the kept header of an archive with `header` (none for a generic archive),
+/// ordered by data offset. The encoder keeps a header only if it parsed, so one that does not
+/// is corruption.
 pub(crate) fn kept_tensors(header: &FileHeader) -> Result<Vec<TensorInfo>> {
     Ok(match header.kind {
         Kind::Safetensors => {
@@ -266,6 +267,8 @@ pub(crate) fn kept_tensors(header: &FileHeader) -> Result<Vec<TensorInfo>> {
                 .map_err(Error::KeptHeader)?
                 .tensors
         }
+        Kind::Gguf => crate::gguf::kept_tensors(&header.prefix)
+            .map_err(|e| Error::Corrupt(format!("kept GGUF header: {e}")))?,
         Kind::Generic => Vec::new(),
     })
 }

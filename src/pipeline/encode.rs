@@ -11,9 +11,10 @@ use crate::choice::SignModels;
 use crate::container::refs::{Reference, References, Source};
 use crate::container::{
     check_block_size, BlockRecord, FileHeader, Footer, IndexEntry, Kind, Mode, DEFAULT_BLOCK_SIZE,
-    MAX_KEPT_JSON,
+    MAX_KEPT_GGUF, MAX_KEPT_JSON,
 };
 use crate::error::{Error, HeaderError, Result};
+use crate::gguf::{GgufError, GgufHeader};
 use crate::read::{read_up_to, ReadAt};
 use crate::safetensors::{json_len, Header, MAX_HEADER_LEN};
 use crate::transform::Transform;
@@ -151,34 +152,122 @@ pub struct EncodeReport {
 // Every header the probe accepts must fit the container's kept-header limit.
 const _: () = assert!(MAX_HEADER_LEN <= MAX_KEPT_JSON);
 
-/// Reads the safetensors header if there is a valid one; returns it and the bytes consumed.
+/// What the start of the input was found to be.
+struct Probed {
+    /// Safetensors, GGUF, or generic.
+    kind: Kind,
+    /// The tensors of a safetensors or GGUF header (offsets relative to the end of `prefix`).
+    header: Option<Header>,
+    /// The header kept in the archive: the input's first bytes, up to its tensor data.
+    prefix: Vec<u8>,
+    /// Bytes read past the prefix, to code before the rest of the input.
+    pending: Vec<u8>,
+    /// Why an input took the generic path.
+    reason: Option<HeaderError>,
+}
+
+/// First bytes of the input read for a GGUF header; they double until the header fits.
+const GGUF_FIRST_READ: usize = 1 << 20;
+
+/// Reads the header of a safetensors or GGUF file if the input starts with a valid one;
+/// returns what it found and the bytes consumed.
 ///
 /// `input_len` (known for files) lets the header be checked against the real payload size.
-fn probe(
-    input: &mut impl Read,
-    input_len: Option<u64>,
-) -> Result<(Option<Header>, Vec<u8>, Option<HeaderError>)> {
+fn probe(input: &mut impl Read, input_len: Option<u64>) -> Result<Probed> {
     let mut first = [0u8; 8];
     let got = read_up_to(input, &mut first)?;
-    let mut consumed = first[..got].to_vec();
-    if got < 8 {
-        return Ok((None, consumed, Some(HeaderError::TooShort)));
+    let consumed = first[..got].to_vec();
+    if got >= 4 && first[..4] == crate::gguf::MAGIC {
+        return probe_gguf(input, input_len, consumed);
     }
+    Ok(match probe_safetensors(input, input_len, consumed)? {
+        (Ok(header), prefix) => Probed {
+            kind: Kind::Safetensors,
+            header: Some(header),
+            prefix,
+            pending: Vec::new(),
+            reason: None,
+        },
+        (Err(reason), consumed) => generic(consumed, reason),
+    })
+}
+
+/// What an input that took the generic path was found to be: `consumed` bytes of it are read.
+fn generic(consumed: Vec<u8>, reason: HeaderError) -> Probed {
+    Probed {
+        kind: Kind::Generic,
+        header: None,
+        prefix: Vec::new(),
+        pending: consumed,
+        reason: Some(reason),
+    }
+}
+
+/// Reads a GGUF header after its first bytes `consumed`, in reads that double until it parses
+/// whole or passes [`MAX_KEPT_GGUF`]; a file that does not validate takes the generic path.
+fn probe_gguf(
+    input: &mut impl Read,
+    input_len: Option<u64>,
+    mut consumed: Vec<u8>,
+) -> Result<Probed> {
+    let file_len = input_len.unwrap_or(u64::MAX);
+    let mut want = GGUF_FIRST_READ;
+    let reason = loop {
+        let had = consumed.len();
+        consumed.resize(want, 0);
+        let got = read_up_to(input, &mut consumed[had..])?;
+        consumed.truncate(had + got);
+        let ended = consumed.len() < want;
+        match GgufHeader::parse(&consumed, file_len) {
+            Ok(h) if h.data_start <= MAX_KEPT_GGUF => {
+                let pending = consumed.split_off(h.data_start as usize);
+                let header = Header {
+                    json_len: 0,
+                    tensors: h.tensor_infos(),
+                };
+                return Ok(Probed {
+                    kind: Kind::Gguf,
+                    header: Some(header),
+                    prefix: consumed,
+                    pending,
+                    reason: None,
+                });
+            }
+            Ok(h) => break GgufError::Implausible("header length", h.data_start),
+            Err(GgufError::Truncated(_)) if !ended && (want as u64) < MAX_KEPT_GGUF => {
+                want = (want * 2).min(MAX_KEPT_GGUF as usize);
+            }
+            Err(e) => break e,
+        }
+    };
+    Ok(generic(consumed, HeaderError::Gguf(reason.to_string())))
+}
+
+/// Reads the safetensors header after its first bytes `consumed` (up to 8) if there is a
+/// valid one; returns it, or why there is none, and the bytes consumed.
+fn probe_safetensors(
+    input: &mut impl Read,
+    input_len: Option<u64>,
+    mut consumed: Vec<u8>,
+) -> Result<(std::result::Result<Header, HeaderError>, Vec<u8>)> {
+    let mut first = [0u8; 8];
+    if consumed.len() < first.len() {
+        return Ok((Err(HeaderError::TooShort), consumed));
+    }
+    first.copy_from_slice(&consumed[..8]);
     let n = json_len(&first);
     let room = input_len.map_or(u64::MAX, |l| l.saturating_sub(8));
     if n > MAX_HEADER_LEN || n > room || n < 2 {
-        return Ok((None, consumed, Some(HeaderError::ImplausibleLength(n))));
+        return Ok((Err(HeaderError::ImplausibleLength(n)), consumed));
     }
     consumed.resize(8 + n as usize, 0);
     let got = read_up_to(input, &mut consumed[8..])?;
     if got < n as usize {
         consumed.truncate(8 + got);
-        return Ok((None, consumed, Some(HeaderError::EndsInsideHeader)));
+        return Ok((Err(HeaderError::EndsInsideHeader), consumed));
     }
-    match Header::parse(&consumed[8..], input_len.map(|l| l.saturating_sub(8 + n))) {
-        Ok(h) => Ok((Some(h), consumed, None)),
-        Err(reason) => Ok((None, consumed, Some(reason))),
-    }
+    let header = Header::parse(&consumed[8..], input_len.map(|l| l.saturating_sub(8 + n)));
+    Ok((header, consumed))
 }
 
 /// Reads the input one planned block at a time.
@@ -412,11 +501,13 @@ fn encode_here<R: Read + Send, W: Write + Send>(
     at: Option<&dyn ReadAt>,
 ) -> Result<EncodeReport> {
     check_block_size(opts.block_size).map_err(Error::InvalidArgument)?;
-    let (header, consumed, generic_reason) = probe(&mut input, opts.input_len)?;
-    let (kind, prefix, pending) = match &header {
-        Some(_) => (Kind::Safetensors, consumed, Vec::new()),
-        None => (Kind::Generic, Vec::new(), consumed),
-    };
+    let Probed {
+        kind,
+        header,
+        prefix,
+        pending,
+        reason: generic_reason,
+    } = probe(&mut input, opts.input_len)?;
     let at = at.filter(|_| opts.dedup);
     let refs = match &header {
         Some(h) => references(h, prefix.len() as u64, opts.base, at)?,
@@ -454,6 +545,7 @@ fn encode_here<R: Read + Send, W: Write + Send>(
             opts.block_size,
             &spans,
             opts.mode,
+            kind,
         ),
         done: false,
     };

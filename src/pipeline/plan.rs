@@ -12,9 +12,9 @@
 
 use super::refs::{From, Spans};
 pub use crate::entropy::rows::TensorRows;
-use crate::safetensors::{Dtype, Header};
+use crate::safetensors::{Dtype, Header, TensorInfo};
 use crate::transform::Transform;
-use crate::Mode;
+use crate::{Kind, Mode};
 
 /// Size from which two regions do not share a FAST block: each tensor has statistics of its
 /// own, and FAST's code tables fit one tensor far better than a mix (pocketnet BF16, many
@@ -79,6 +79,15 @@ pub fn transform_for(dtype: Option<Dtype>) -> Transform {
     }
 }
 
+/// Transform planned for tensor `t` of an input of `kind`: by its dtype ([`transform_for`]), or
+/// for a GGUF tensor of a quantized ggml type, by that type ([`Transform::for_ggml`]).
+pub fn transform_of(t: &TensorInfo, kind: Kind) -> Transform {
+    match (t.dtype, kind) {
+        (None, Kind::Gguf) => Transform::for_ggml(&t.dtype_name),
+        (dtype, _) => transform_for(dtype),
+    }
+}
+
 /// Yields the blocks covering everything after the file's first `prefix_len` bytes.
 pub struct Planner {
     regions: Vec<Region>,
@@ -100,16 +109,18 @@ impl Planner {
             block_size,
             &Spans::default(),
             Mode::Fast,
+            Kind::Safetensors,
         )
     }
 
-    /// Plans blocks in `mode` for a file whose referenced tensors are `spans`.
+    /// Plans blocks in `mode` for a file of `kind` whose referenced tensors are `spans`.
     pub fn with_refs(
         header: Option<&Header>,
         prefix_len: u64,
         block_size: u32,
         spans: &Spans,
         mode: Mode,
+        kind: Kind,
     ) -> Planner {
         let mut regions = Vec::new();
         let mut pos = prefix_len;
@@ -132,7 +143,7 @@ impl Planner {
                 None => Against::Nothing,
             };
             if end > start {
-                let transform = transform_for(t.dtype);
+                let transform = transform_of(t, kind);
                 let elements = (end - start) / transform.width() as u64;
                 regions.push(Region {
                     start,
@@ -304,12 +315,19 @@ mod tests {
             .replace("[10240]", "[5120]");
         let h32 = Header::parse(f32s.as_bytes(), Some(3 * kib)).unwrap();
         let spans = Spans::default();
-        let best32 = Planner::with_refs(Some(&h32), 0, 48 << 10, &spans, Mode::Best);
+        let best32 = Planner::with_refs(
+            Some(&h32),
+            0,
+            48 << 10,
+            &spans,
+            Mode::Best,
+            Kind::Safetensors,
+        );
         let offsets: Vec<u64> = best32.take(3).map(|b| b.offset).collect();
         assert_eq!(offsets, [0, kib, 2 * kib]);
         // The tensors' blocks, before the block of whatever follows the tensors.
         let plan = |mode, blocks| -> Vec<(u64, u64, Vec<TensorRows>)> {
-            Planner::with_refs(Some(&h), 0, 48 << 10, &spans, mode)
+            Planner::with_refs(Some(&h), 0, 48 << 10, &spans, mode, Kind::Safetensors)
                 .take(blocks)
                 .map(|b| (b.offset, b.len, b.rows))
                 .collect()

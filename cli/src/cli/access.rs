@@ -7,7 +7,7 @@ use super::{
 };
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use sc::{Archive, Kind, StoredBytes};
+use sc::{Archive, StoredBytes};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -52,7 +52,7 @@ fn open(path: &Path, base: Option<sc::Base>) -> Result<Archive<File>> {
         None => Archive::open(f),
     }
     .with_context(|| format!("reading {}", path.display()))?;
-    if archive.kind() != Kind::Safetensors {
+    if !archive.kind().has_tensors() {
         bail!(
             "{} holds a generic file, not safetensors: it has no tensors (use sc decode)",
             path.display()

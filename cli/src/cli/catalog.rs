@@ -60,7 +60,7 @@ pub fn info(dir: &Path, json: bool, header: bool) -> Result<()> {
                 original += i.original_len;
                 stored += i.archive_len;
                 let what = match (&i.tensors, i.kind) {
-                    (Some(t), Kind::Safetensors) => count(t.len() as u64, "tensor"),
+                    (Some(t), Kind::Safetensors | Kind::Gguf) => count(t.len() as u64, "tensor"),
                     _ => "generic (not safetensors)".into(),
                 };
                 let base = match &i.base_name {

@@ -70,6 +70,7 @@ fn metadata(json: &str) -> Option<BTreeMap<String, String>> {
 fn kind_name(kind: Kind) -> &'static str {
     match kind {
         Kind::Safetensors => "safetensors",
+        Kind::Gguf => "gguf",
         Kind::Generic => "generic",
     }
 }
@@ -99,6 +100,7 @@ fn summary(
     let orig = info.original_len;
     let kind = match info.kind {
         Kind::Safetensors => "safetensors",
+        Kind::Gguf => "GGUF",
         Kind::Generic => "generic (not safetensors)",
     };
     let mut t = String::new();

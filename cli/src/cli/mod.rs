@@ -633,7 +633,7 @@ fn already_archive(input: &Path, force: bool) -> Option<String> {
 /// The summary line of a file encoded from `input`.
 fn encoded_line(input: &Path, a: &EncodeArgs, r: &sc::EncodeReport, start: Instant) -> String {
     let how = match (r.kind, &r.generic_reason) {
-        (Kind::Safetensors, _) => String::new(),
+        (Kind::Safetensors | Kind::Gguf, _) => String::new(),
         (Kind::Generic, Some(why)) => format!(" [not safetensors: {why}; generic path]"),
         (Kind::Generic, None) => " [generic path]".into(),
     };

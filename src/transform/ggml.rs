@@ -1,0 +1,229 @@
+//! The planes of ggml's quantized blocks (format version 6): each field of the block gathered
+//! across the blocks of a block of the archive, so that scales, mins and quants each meet a
+//! coder of their own.
+//!
+//! An F16 scale becomes two planes, its high byte (sign, exponent, top mantissa bits) and its
+//! low byte; 4-bit quants stay as the bytes that pack them in pairs; 5- and 6-bit quants are
+//! joined with their high bits into one byte per value ([`join_quants`]); packed 6-bit scales
+//! and the other fields stay bytes. One ggml block is the transform's unit: plane `k` holds
+//! `bytes(k)` bytes per unit.
+
+use crate::gguf::types::{join_quants, unjoin_quants, GgmlType};
+
+/// One plane of a ggml block layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Piece {
+    /// `len` bytes of each block, from offset `at` on, every `step` bytes.
+    Bytes {
+        /// Offset of the first byte in the block.
+        at: u16,
+        /// Bytes taken.
+        len: u16,
+        /// Distance between them.
+        step: u8,
+    },
+    /// The block's quants joined with their high bits, one byte per value.
+    Joined,
+}
+
+const fn bytes(at: u16, len: u16) -> Piece {
+    Piece::Bytes { at, len, step: 1 }
+}
+
+/// The high byte of the 16-bit value at `at`.
+const fn hi(at: u16) -> Piece {
+    Piece::Bytes {
+        at: at + 1,
+        len: 1,
+        step: 1,
+    }
+}
+
+/// The low byte of the 16-bit value at `at`.
+const fn lo(at: u16) -> Piece {
+    bytes(at, 1)
+}
+
+/// A quantized ggml type's planes.
+#[derive(Debug)]
+pub struct Layout {
+    /// ggml's name of the type.
+    pub name: &'static str,
+    /// The planes, in order.
+    pub planes: &'static [Piece],
+}
+
+/// The layouts of the types the ggml transforms code, in transform id order (from
+/// [`FIRST_ID`]).
+pub const LAYOUTS: [Layout; 12] = [
+    Layout {
+        name: "Q4_0",
+        planes: &[hi(0), lo(0), bytes(2, 16)],
+    },
+    Layout {
+        name: "Q4_1",
+        planes: &[hi(0), lo(0), hi(2), lo(2), bytes(4, 16)],
+    },
+    Layout {
+        name: "Q5_0",
+        planes: &[hi(0), lo(0), Piece::Joined],
+    },
+    Layout {
+        name: "Q5_1",
+        planes: &[hi(0), lo(0), hi(2), lo(2), Piece::Joined],
+    },
+    Layout {
+        name: "Q8_0",
+        planes: &[hi(0), lo(0), bytes(2, 32)],
+    },
+    Layout {
+        name: "Q8_1",
+        planes: &[hi(0), lo(0), hi(2), lo(2), bytes(4, 32)],
+    },
+    Layout {
+        name: "Q2_K",
+        planes: &[bytes(0, 16), bytes(16, 64), hi(80), lo(80), hi(82), lo(82)],
+    },
+    Layout {
+        name: "Q3_K",
+        planes: &[bytes(0, 32), bytes(32, 64), bytes(96, 12), hi(108), lo(108)],
+    },
+    Layout {
+        name: "Q4_K",
+        planes: &[hi(0), lo(0), hi(2), lo(2), bytes(4, 12), bytes(16, 128)],
+    },
+    Layout {
+        name: "Q5_K",
+        planes: &[hi(0), lo(0), hi(2), lo(2), bytes(4, 12), Piece::Joined],
+    },
+    Layout {
+        name: "Q6_K",
+        planes: &[Piece::Joined, bytes(192, 16), hi(208), lo(208)],
+    },
+    Layout {
+        name: "Q8_K",
+        planes: &[
+            bytes(3, 1),
+            bytes(2, 1),
+            bytes(1, 1),
+            bytes(0, 1),
+            bytes(4, 256),
+            Piece::Bytes {
+                at: 261,
+                len: 16,
+                step: 2,
+            },
+            Piece::Bytes {
+                at: 260,
+                len: 16,
+                step: 2,
+            },
+        ],
+    },
+];
+
+/// The transform id of the first layout.
+pub const FIRST_ID: u8 = 14;
+
+impl Layout {
+    /// The ggml type.
+    pub fn ggml(&self) -> &'static GgmlType {
+        match crate::gguf::types::TYPES
+            .iter()
+            .find(|t| t.name == self.name)
+        {
+            Some(t) => t,
+            None => unreachable!("every layout names a type of the table"),
+        }
+    }
+
+    /// Bytes of plane `k` per block.
+    pub fn bytes(&self, k: usize) -> usize {
+        match self.planes[k] {
+            Piece::Bytes { len, .. } => len as usize,
+            Piece::Joined => self.ggml().block_values as usize,
+        }
+    }
+
+    /// Splits whole blocks `raw` into the layout's planes (each resized to its length).
+    pub fn split(&self, raw: &[u8], planes: &mut [Vec<u8>]) {
+        let t = self.ggml();
+        let width = t.block_bytes as usize;
+        let units = raw.len() / width;
+        for (k, (piece, plane)) in self.planes.iter().zip(planes.iter_mut()).enumerate() {
+            let n = self.bytes(k);
+            plane.resize(units * n, 0);
+            let blocks = raw.chunks_exact(width).zip(plane.chunks_exact_mut(n));
+            match *piece {
+                Piece::Bytes { at, len, step: 1 } => {
+                    let (at, len) = (at as usize, len as usize);
+                    blocks.for_each(|(b, p)| p.copy_from_slice(&b[at..at + len]));
+                }
+                Piece::Bytes { at, step, .. } => blocks.for_each(|(b, p)| {
+                    let from = b[at as usize..].iter().step_by(step as usize);
+                    p.iter_mut().zip(from).for_each(|(o, &v)| *o = v);
+                }),
+                Piece::Joined => blocks.for_each(|(b, p)| {
+                    join_quants(t, b, p);
+                }),
+            }
+        }
+    }
+
+    /// The inverse of [`Layout::split`]: `planes` must have the lengths it gives `out`.
+    pub fn merge(&self, planes: &[&[u8]], out: &mut [u8]) {
+        let t = self.ggml();
+        let width = t.block_bytes as usize;
+        for (k, (piece, plane)) in self.planes.iter().zip(planes).enumerate() {
+            let n = self.bytes(k);
+            let blocks = out.chunks_exact_mut(width).zip(plane.chunks_exact(n));
+            match *piece {
+                Piece::Bytes { at, len, step: 1 } => {
+                    let (at, len) = (at as usize, len as usize);
+                    blocks.for_each(|(b, p)| b[at..at + len].copy_from_slice(p));
+                }
+                Piece::Bytes { at, step, .. } => blocks.for_each(|(b, p)| {
+                    let to = b[at as usize..].iter_mut().step_by(step as usize);
+                    to.zip(p).for_each(|(o, &v)| *o = v);
+                }),
+                Piece::Joined => blocks.for_each(|(b, p)| {
+                    unjoin_quants(t, p, b);
+                }),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each layout covers every byte of its block once (the joined quants all bits of the
+    /// quant fields), so a block of any bytes splits and merges back.
+    #[test]
+    fn layouts_cover_their_blocks() {
+        let mut rnd = crate::test_rng(3);
+        for layout in &LAYOUTS {
+            let t = layout.ggml();
+            assert!(!t.fields.is_empty(), "{}", layout.name);
+            let raw: Vec<u8> = (0..3 * t.block_bytes).map(|_| rnd() as u8).collect();
+            let mut planes = vec![Vec::new(); layout.planes.len()];
+            layout.split(&raw, &mut planes);
+            for (k, p) in planes.iter().enumerate() {
+                assert_eq!(p.len(), 3 * layout.bytes(k), "{} plane {k}", layout.name);
+            }
+            let views: Vec<&[u8]> = planes.iter().map(|p| &p[..]).collect();
+            let mut out = vec![0u8; raw.len()];
+            layout.merge(&views, &mut out);
+            assert_eq!(out, raw, "{}", layout.name);
+            // A byte flipped anywhere in a block changes some plane.
+            for i in 0..t.block_bytes as usize {
+                let mut other = raw.clone();
+                other[i] ^= 0x10;
+                let mut planes2 = vec![Vec::new(); layout.planes.len()];
+                layout.split(&other, &mut planes2);
+                assert_ne!(planes, planes2, "{} byte {i}", layout.name);
+            }
+        }
+    }
+}
