@@ -9,7 +9,8 @@
 use crate::base::Base;
 use crate::container::{BlockRecord, FileHeader, Footer, IndexEntry, Kind, Mode};
 use crate::error::{Error, Result};
-use crate::inspect::{container_parts, header_json, reference, Reference};
+use crate::gguf::GgufHeader;
+use crate::inspect::{container_parts, header_json, kept_metadata, reference, Reference};
 use crate::pipeline::decode::{
     decode_from, decode_into, decode_one, kept_tensors, spans_of, Block, Counting, DecodeOptions,
     DecodeReport, Reread,
@@ -180,10 +181,7 @@ impl<R: Read + Seek + Send> Archive<R> {
         let footer = Footer::read_from_end(&mut input, archive_len)?;
         check_index(&header, &footer)?;
         let tensors = kept_tensors(&header)?;
-        let metadata = match header.kind {
-            Kind::Safetensors => metadata_of(&header.prefix[8..])?,
-            Kind::Generic | Kind::Gguf => None,
-        };
+        let metadata = kept_metadata(&header)?;
         let spans = spans_of(&header, &tensors)?;
         // The default budget takes one block in flight however large (a base's blocks of
         // 64 MiB need more than the default).
@@ -284,8 +282,10 @@ impl<R: Read + Seek + Send> Archive<R> {
         header_json(&self.header)
     }
 
-    /// The kept header's `__metadata__`: its string values as they are, any other value as its
-    /// JSON text. `None` when there is none (and for generic archives).
+    /// The kept header's metadata: a safetensors header's `__metadata__` (string values as
+    /// they are, any other value as its JSON text), a GGUF header's key-values (strings as they
+    /// are, numbers, booleans and arrays as their JSON text). `None` when there is none (and
+    /// for generic archives).
     pub fn metadata(&self) -> Option<&BTreeMap<String, String>> {
         self.metadata.as_ref()
     }
@@ -473,8 +473,8 @@ impl<R: Read + Seek + Send> Archive<R> {
         self.read_range_into(range, out)
     }
 
-    /// Writes a safetensors file holding the tensors `names` (each once) to `out`; returns the
-    /// bytes written.
+    /// Writes a safetensors file holding the tensors `names` (each once) of a safetensors
+    /// archive to `out`; returns the bytes written ([`Archive::write_gguf`] for a GGUF one).
     ///
     /// The new header keeps each tensor's dtype and shape, recomputes its `data_offsets`, and
     /// keeps `__metadata__`. Tensors are laid out by element width, widest first, and in their
@@ -486,6 +486,11 @@ impl<R: Read + Seek + Send> Archive<R> {
         names: &[&str],
         out: &mut W,
     ) -> Result<u64> {
+        if self.header.kind == Kind::Gguf {
+            return Err(Error::InvalidArgument(
+                "a GGUF archive's tensors are written as GGUF (write_gguf)".into(),
+            ));
+        }
         let mut chosen: Vec<(usize, u64)> = Vec::new();
         for name in names {
             let (k, _) = self.find(name)?;
@@ -522,6 +527,45 @@ impl<R: Read + Seek + Send> Archive<R> {
             self.read_range_to(range, out)?;
         }
         Ok(8 + text.len() as u64 + pos)
+    }
+
+    /// Writes a GGUF file holding the tensors `names` (each once) of a GGUF archive to `out`;
+    /// returns the bytes written.
+    ///
+    /// The new header keeps the original's version and metadata (`general.alignment` with
+    /// it) and each tensor's type and shape, and counts and places the tensors afresh: in
+    /// their original order, each at the next multiple of the alignment, the gaps and the end
+    /// padded with zeros (what ggml writes).
+    pub fn write_gguf<W: Write + Send>(&mut self, names: &[&str], out: &mut W) -> Result<u64> {
+        if self.header.kind != Kind::Gguf {
+            return Err(Error::InvalidArgument(
+                "the archive's original is not a GGUF file".into(),
+            ));
+        }
+        let h = GgufHeader::parse(&self.header.prefix, u64::MAX)
+            .map_err(|e| Error::Corrupt(format!("kept GGUF header: {e}")))?;
+        let mut chosen: Vec<usize> = Vec::new();
+        for name in names {
+            let (_, range) = self.find(name)?;
+            let k = h.tensors.iter().position(|t| t.range == range);
+            let k = k.ok_or_else(|| Error::NoSuchTensor(name.to_string()))?;
+            if !chosen.contains(&k) {
+                chosen.push(k);
+            }
+        }
+        chosen.sort_by_key(|&k| h.tensors[k].range.start);
+        let (head, offsets) = h.header_for(&chosen);
+        out.write_all(&head)?;
+        let mut pos = 0u64;
+        for (&k, offset) in chosen.iter().zip(offsets) {
+            io::copy(&mut io::repeat(0).take(offset - pos), out)?;
+            let range = h.tensors[k].range.clone();
+            pos = offset + (range.end - range.start);
+            self.read_range_to(range, out)?;
+        }
+        let end = pos.next_multiple_of(h.alignment);
+        io::copy(&mut io::repeat(0).take(end - pos), out)?;
+        Ok(head.len() as u64 + end)
     }
 
     container_parts!();
@@ -740,28 +784,6 @@ fn deliver(
         }
     }
     Ok(())
-}
-
-/// The `__metadata__` of the header JSON `json`: string values as they are, others as their
-/// JSON text.
-fn metadata_of(json: &[u8]) -> Result<Option<BTreeMap<String, String>>> {
-    let Some(meta) = safetensors::metadata(json).map_err(Error::KeptHeader)? else {
-        return Ok(None);
-    };
-    let entries = match meta.as_object() {
-        Some(o) => o
-            .iter()
-            .map(|(k, v)| {
-                let text = match v {
-                    serde_json::Value::String(s) => s.clone(),
-                    v => v.to_string(),
-                };
-                (k.clone(), text)
-            })
-            .collect(),
-        None => BTreeMap::from([(String::new(), meta.to_string())]),
-    };
-    Ok(Some(entries))
 }
 
 /// Checks that the index lays the blocks end to end from the header to the end tag and covers

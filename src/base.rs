@@ -143,8 +143,8 @@ fn open_shard(path: &Path) -> Result<(Shard, Vec<(TensorInfo, u64)>)> {
                 format!("it is itself coded against the base {needed:?}; decode it first"),
             ));
         }
-        if archive.kind() != crate::Kind::Safetensors {
-            return Err(bad(path, "the archive holds no safetensors file"));
+        if !archive.kind().has_tensors() {
+            return Err(bad(path, "the archive holds no safetensors or GGUF file"));
         }
         let tensors = archive
             .tensors()

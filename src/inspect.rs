@@ -4,7 +4,8 @@
 use crate::container::refs::{References, Source as RefSource};
 use crate::container::{BlockRecord, FileHeader, Footer, Kind, Mode};
 use crate::error::{Error, Result};
-use crate::safetensors::TensorInfo;
+use crate::gguf::GgufHeader;
+use crate::safetensors::{self, TensorInfo};
 use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom};
 
@@ -55,6 +56,42 @@ pub(crate) fn header_json(header: &FileHeader) -> Option<&str> {
         Kind::Safetensors => std::str::from_utf8(&header.prefix[8..]).ok(),
         Kind::Generic | Kind::Gguf => None,
     }
+}
+
+/// The kept header's metadata of an archive with `header`: a safetensors header's
+/// `__metadata__` (string values as they are, others as their JSON text), a GGUF header's
+/// key-values ([`crate::gguf::Value::to_text`]); `None` for a generic archive and a safetensors header
+/// without `__metadata__`.
+pub(crate) fn kept_metadata(header: &FileHeader) -> Result<Option<BTreeMap<String, String>>> {
+    let meta = match header.kind {
+        Kind::Generic => return Ok(None),
+        Kind::Gguf => {
+            let h = GgufHeader::parse(&header.prefix, u64::MAX)
+                .map_err(|e| Error::Corrupt(format!("kept GGUF header: {e}")))?;
+            let text = h.metadata.iter().map(|(k, v)| (k.clone(), v.to_text()));
+            return Ok(Some(text.collect()));
+        }
+        Kind::Safetensors => {
+            safetensors::metadata(&header.prefix[8..]).map_err(Error::KeptHeader)?
+        }
+    };
+    let Some(meta) = meta else {
+        return Ok(None);
+    };
+    let entries = match meta.as_object() {
+        Some(o) => o
+            .iter()
+            .map(|(k, v)| {
+                let text = match v {
+                    serde_json::Value::String(s) => s.clone(),
+                    v => v.to_string(),
+                };
+                (k.clone(), text)
+            })
+            .collect(),
+        None => BTreeMap::from([(String::new(), meta.to_string())]),
+    };
+    Ok(Some(entries))
 }
 
 /// How much of an archive one codec stores, as [`ArchiveInfo::codecs`] reports.
@@ -132,6 +169,12 @@ impl ArchiveInfo {
     /// What the tensor `name` is coded against, if anything but itself.
     pub fn reference(&self, name: &str) -> Option<Reference<'_>> {
         reference(&self.header, name)
+    }
+
+    /// The kept header's metadata, as [`Archive::metadata`](crate::Archive::metadata) gives
+    /// it (`None` also when the kept header does not parse).
+    pub fn metadata(&self) -> Option<BTreeMap<String, String>> {
+        kept_metadata(&self.header).ok().flatten()
     }
 
     /// Bytes of tensor data per dtype name, as the header writes it.

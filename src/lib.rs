@@ -92,7 +92,9 @@ mod entropy;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod gguf;
+// Parts of the GGUF reader serve only the experiment commands.
 #[cfg(not(feature = "internals"))]
+#[cfg_attr(not(feature = "lab"), allow(dead_code))]
 mod gguf;
 #[cfg(feature = "internals")]
 #[doc(hidden)]

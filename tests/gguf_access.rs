@@ -177,3 +177,201 @@ fn a_gguf_file_serves_as_a_base() {
     let err = Base::open(&path).unwrap_err().to_string();
     assert!(err.contains("not a valid GGUF file"), "{err}");
 }
+
+/// A GGUF file of every metadata value type, alignment 64, with a zero-element tensor, F32,
+/// F16, BF16 and quantized tensors whose lengths are not multiples of the alignment.
+fn odd_gguf() -> Vec<u8> {
+    let mut metadata = gguf_every_value();
+    metadata.push(("general.alignment".into(), Value::U32(64)));
+    let mut rng = common::Rng(7);
+    let (f32s, f16s, bf16s) = (rng.bytes(4 * 40), rng.bytes(2 * 33), rng.bytes(2 * 64));
+    let (q8, q4k) = (rng.bytes(34 * 3), rng.bytes(144));
+    let tensors: [(&str, &[u64], _, &[u8]); 6] = [
+        ("f32", &[40], ggml("F32"), &f32s),
+        ("empty", &[0], ggml("F16"), &[]),
+        ("f16", &[3, 11], ggml("F16"), &f16s),
+        ("q8", &[96], ggml("Q8_0"), &q8),
+        ("bf16", &[16, 2, 2], ggml("BF16"), &bf16s),
+        ("q4k", &[256], ggml("Q4_K"), &q4k),
+    ];
+    write::file(3, &metadata, &tensors)
+}
+
+fn open(archive: &[u8]) -> sc::Archive<Cursor<&[u8]>> {
+    sc::Archive::open(Cursor::new(archive)).unwrap()
+}
+
+/// A GGUF archive lists the file's tensors (ggml type, shape outermost first, offsets from
+/// the data's start), reads each, and gives the metadata as text, from the archive and from
+/// `inspect`.
+#[test]
+fn gguf_archives_list_and_read_their_tensors_and_metadata() {
+    for file in [read(EXCERPT), odd_gguf()] {
+        let h = parse(&file);
+        for mode in [Mode::Fast, Mode::Best] {
+            let archive = encode_to_vec(&file, &EncodeOptions::new(mode)).unwrap();
+            let mut a = open(&archive);
+            assert_eq!(a.kind(), sc::Kind::Gguf);
+            assert_eq!(a.tensors().len(), h.tensors.len());
+            for t in &h.tensors {
+                let got = a.tensor(&t.name).unwrap().clone();
+                assert_eq!(got.dtype_name, t.ggml_type.name);
+                let dims: Vec<u64> = t.dims.iter().rev().copied().collect();
+                assert_eq!(got.shape, dims);
+                assert_eq!(a.tensor_range(&got), t.range);
+                let want = &file[t.range.start as usize..t.range.end as usize];
+                assert_eq!(a.read_tensor(&t.name).unwrap(), want);
+            }
+            let meta = a.metadata().unwrap().clone();
+            assert_eq!(meta.len(), h.metadata.len());
+            for (k, v) in &h.metadata {
+                assert_eq!(meta[k], v.to_text(), "{k}");
+            }
+            let info = inspect(&mut Cursor::new(&archive)).unwrap();
+            assert_eq!(info.metadata().as_ref(), Some(&meta));
+            assert_eq!(info.tensors.as_ref().unwrap(), a.tensors());
+        }
+    }
+    let meta = open(&encode_to_vec(&odd_gguf(), &Default::default()).unwrap())
+        .metadata()
+        .unwrap()
+        .clone();
+    assert_eq!(meta["k8"], "tëxt");
+    assert_eq!(meta["k9"], "[0.5,-1.0]");
+    assert_eq!(meta["k10"], "[true,false,true]");
+    assert_eq!(meta["k12"], r#"["<s>","","ü"]"#);
+    assert_eq!(meta["k14"], r#"[[9],["x"],[]]"#);
+    assert_eq!(meta["k15"], u64::MAX.to_string());
+    assert_eq!(meta["general.alignment"], "64");
+}
+
+/// `write_gguf` writes a valid GGUF file of the chosen tensors with the original metadata,
+/// each tensor's bytes as they were; all of them, in order, give back a file ggml laid out.
+#[test]
+fn write_gguf_makes_a_gguf_file_of_the_chosen_tensors() {
+    for file in [read(EXCERPT), odd_gguf()] {
+        let h = parse(&file);
+        let archive = encode_to_vec(&file, &EncodeOptions::new(Mode::Fast)).unwrap();
+        let mut a = open(&archive);
+        let all: Vec<&str> = h.tensors.iter().map(|t| t.name.as_str()).collect();
+        let mut out = Vec::new();
+        let n = a.write_gguf(&all, &mut out).unwrap();
+        assert_eq!(n, out.len() as u64);
+        assert_eq!(out, file, "the whole file, as ggml lays it out");
+        // The last and the first, named twice: once each, in file order.
+        let (first, last) = (all[0], all[all.len() - 1]);
+        let mut out = Vec::new();
+        a.write_gguf(&[last, first, last], &mut out).unwrap();
+        let got = parse(&out);
+        assert_eq!(got.metadata, h.metadata);
+        assert_eq!(got.version, h.version);
+        assert_eq!(got.alignment, h.alignment);
+        assert_eq!(out.len() as u64 % h.alignment, 0);
+        let names: Vec<&str> = got.tensors.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, [first, last]);
+        for t in &got.tensors {
+            let orig = h.tensors.iter().find(|o| o.name == t.name).unwrap();
+            assert_eq!((&t.dims, t.ggml_type), (&orig.dims, orig.ggml_type));
+            let (r, o) = (&t.range, &orig.range);
+            assert_eq!(
+                out[r.start as usize..r.end as usize],
+                file[o.start as usize..o.end as usize]
+            );
+        }
+        let mut none = Vec::new();
+        a.write_gguf(&[], &mut none).unwrap();
+        assert!(parse(&none).tensors.is_empty());
+        let err = a.write_gguf(&["nope"], &mut Vec::new()).unwrap_err();
+        assert!(matches!(err, sc::Error::NoSuchTensor(_)), "{err}");
+        let err = a.write_safetensors(&[first], &mut Vec::new()).unwrap_err();
+        assert!(err.to_string().contains("write_gguf"), "{err}");
+    }
+    let st = encode_to_vec(&read(BASE), &Default::default()).unwrap();
+    let err = open(&st).write_gguf(&[], &mut Vec::new()).unwrap_err();
+    assert!(err.to_string().contains("not a GGUF file"), "{err}");
+}
+
+/// A GGUF checkpoint of the base's tensors and a quantized one: its fine-tune's GGUF file with
+/// the quantized tensor changed in one block.
+fn gguf_pair() -> (Vec<u8>, Vec<u8>) {
+    let mut rng = common::Rng(3);
+    let q8 = rng.bytes(34 * 64);
+    let mut q8_tuned = q8.clone();
+    q8_tuned[40..60].copy_from_slice(&rng.bytes(20));
+    let with_q8 = |st: &[u8], q: &[u8]| {
+        let h = parse(&gguf_of(st, &[]));
+        let mut tensors: Vec<(String, Vec<u64>, _, Vec<u8>)> = Vec::new();
+        let file = gguf_of(st, &[]);
+        for t in &h.tensors {
+            let bytes = file[t.range.start as usize..t.range.end as usize].to_vec();
+            tensors.push((t.name.clone(), t.dims.clone(), t.ggml_type, bytes));
+        }
+        tensors.push(("q8".into(), vec![32 * 64], ggml("Q8_0"), q.to_vec()));
+        let refs: Vec<_> = tensors
+            .iter()
+            .map(|(n, d, t, b)| (n.as_str(), d.as_slice(), *t, b.as_slice()))
+            .collect();
+        write::file(3, &gguf_every_value(), &refs)
+    };
+    (with_q8(&read(BASE), &q8), with_q8(&read(TUNE), &q8_tuned))
+}
+
+/// A GGUF fine-tune coded against its GGUF base (the file, or an archive of it): the float
+/// tensors and the quantized one of the same name, type and shape are coded against the base,
+/// the archive is smaller than without it, and it decodes every way with either.
+#[test]
+fn a_gguf_fine_tune_codes_against_a_gguf_base() {
+    let (base_file, tune) = gguf_pair();
+    let dir = tempfile::tempdir().unwrap();
+    let base_path = dir.path().join("base.gguf");
+    std::fs::write(&base_path, &base_file).unwrap();
+    let sc_path = dir.path().join("other").join("base.gguf.sc");
+    std::fs::create_dir(sc_path.parent().unwrap()).unwrap();
+    std::fs::write(
+        &sc_path,
+        encode_to_vec(&base_file, &Default::default()).unwrap(),
+    )
+    .unwrap();
+    let (file, archive) = (
+        Base::open(&base_path).unwrap(),
+        Base::open(&sc_path).unwrap(),
+    );
+    for mode in [Mode::Fast, Mode::Best] {
+        let plain = encode_to_vec(&tune, &EncodeOptions::new(mode)).unwrap();
+        for base in [&file, &archive] {
+            let opts = EncodeOptions {
+                base: Some(base),
+                ..EncodeOptions::new(mode)
+            };
+            let coded = encode_to_vec(&tune, &opts).unwrap();
+            let info = inspect(&mut Cursor::new(&coded)).unwrap();
+            assert_eq!(info.kind, sc::Kind::Gguf);
+            assert_eq!(info.based_tensors, 8, "{mode}");
+            assert!(
+                coded.len() < plain.len() * 3 / 4,
+                "{mode}: {} vs {}",
+                coded.len(),
+                plain.len()
+            );
+            let a = open(&coded);
+            assert!(matches!(a.reference("q8"), Some(sc::Reference::Base(_))));
+            for other in [&file, &archive] {
+                let opts = DecodeOptions {
+                    base: Some(other),
+                    check_md5: true,
+                    ..Default::default()
+                };
+                assert_eq!(decode_to_vec(&coded, &opts).unwrap(), tune);
+                let mut streamed = Vec::new();
+                sc::decode(&coded[..], &mut streamed, &opts).unwrap();
+                assert_eq!(streamed, tune);
+                let mut a = sc::Archive::open_with_base(Cursor::new(&coded), other.clone());
+                let a = a.as_mut().unwrap();
+                for t in parse(&tune).tensors {
+                    let want = &tune[t.range.start as usize..t.range.end as usize];
+                    assert_eq!(a.read_tensor(&t.name).unwrap(), want, "{}", t.name);
+                }
+            }
+        }
+    }
+}

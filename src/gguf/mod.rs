@@ -119,6 +119,60 @@ pub enum Value {
     F64(f64),
 }
 
+impl Value {
+    /// The value as JSON: numbers, booleans and strings as themselves (floats that are not
+    /// finite as `null`), arrays as arrays.
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::{json, Value as J};
+        match self {
+            Value::U8(x) => json!(x),
+            Value::I8(x) => json!(x),
+            Value::U16(x) => json!(x),
+            Value::I16(x) => json!(x),
+            Value::U32(x) => json!(x),
+            Value::I32(x) => json!(x),
+            Value::F32(x) => json!(x),
+            Value::Bool(x) => json!(x),
+            Value::String(x) => json!(x),
+            Value::U64(x) => json!(x),
+            Value::I64(x) => json!(x),
+            Value::F64(x) => json!(x),
+            Value::Numbers(elem, _, bytes) => {
+                let size = fixed_size(*elem).unwrap_or(1) as usize;
+                J::Array(
+                    bytes
+                        .chunks_exact(size)
+                        .map(|b| number(*elem, b).to_json())
+                        .collect(),
+                )
+            }
+            Value::Strings(v) => json!(v),
+            Value::Arrays(v) => J::Array(v.iter().map(Value::to_json).collect()),
+        }
+    }
+
+    /// The value as text: a string as it is, anything else as its JSON text.
+    pub fn to_text(&self) -> String {
+        match self {
+            Value::String(s) => s.clone(),
+            v => v.to_json().to_string(),
+        }
+    }
+}
+
+/// The number (or boolean) of fixed-size type `elem` whose little-endian bytes are `b`, as
+/// [`Value::Numbers`] holds them (`b` is as long as the type); an empty array where the bytes
+/// are no such value (a boolean other than 0 or 1, which the reader refuses).
+fn number(elem: u32, b: &[u8]) -> Value {
+    let mut c = Cursor {
+        buf: b,
+        at: 0,
+        file_len: b.len() as u64,
+    };
+    c.value(elem, MAX_ARRAY_DEPTH)
+        .unwrap_or(Value::Arrays(Vec::new()))
+}
+
 /// Bytes of one value of a fixed-size type, or `None` for strings and arrays.
 fn fixed_size(value_type: u32) -> Option<u64> {
     match value_type {
