@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{ggml, gguf_every_value, gguf_of};
+use common::{ggml, gguf_every_value, gguf_of, gguf_pair, odd_gguf};
 use sc::gguf::{write, GgufHeader, Value};
 use sc::{decode_to_vec, encode_to_vec, inspect, Base, DecodeOptions, Dtype, EncodeOptions, Mode};
 use std::io::Cursor;
@@ -178,25 +178,6 @@ fn a_gguf_file_serves_as_a_base() {
     assert!(err.contains("not a valid GGUF file"), "{err}");
 }
 
-/// A GGUF file of every metadata value type, alignment 64, with a zero-element tensor, F32,
-/// F16, BF16 and quantized tensors whose lengths are not multiples of the alignment.
-fn odd_gguf() -> Vec<u8> {
-    let mut metadata = gguf_every_value();
-    metadata.push(("general.alignment".into(), Value::U32(64)));
-    let mut rng = common::Rng(7);
-    let (f32s, f16s, bf16s) = (rng.bytes(4 * 40), rng.bytes(2 * 33), rng.bytes(2 * 64));
-    let (q8, q4k) = (rng.bytes(34 * 3), rng.bytes(144));
-    let tensors: [(&str, &[u64], _, &[u8]); 6] = [
-        ("f32", &[40], ggml("F32"), &f32s),
-        ("empty", &[0], ggml("F16"), &[]),
-        ("f16", &[3, 11], ggml("F16"), &f16s),
-        ("q8", &[96], ggml("Q8_0"), &q8),
-        ("bf16", &[16, 2, 2], ggml("BF16"), &bf16s),
-        ("q4k", &[256], ggml("Q4_K"), &q4k),
-    ];
-    write::file(3, &metadata, &tensors)
-}
-
 fn open(archive: &[u8]) -> sc::Archive<Cursor<&[u8]>> {
     sc::Archive::open(Cursor::new(archive)).unwrap()
 }
@@ -291,37 +272,12 @@ fn write_gguf_makes_a_gguf_file_of_the_chosen_tensors() {
     assert!(err.to_string().contains("not a GGUF file"), "{err}");
 }
 
-/// A GGUF checkpoint of the base's tensors and a quantized one: its fine-tune's GGUF file with
-/// the quantized tensor changed in one block.
-fn gguf_pair() -> (Vec<u8>, Vec<u8>) {
-    let mut rng = common::Rng(3);
-    let q8 = rng.bytes(34 * 64);
-    let mut q8_tuned = q8.clone();
-    q8_tuned[40..60].copy_from_slice(&rng.bytes(20));
-    let with_q8 = |st: &[u8], q: &[u8]| {
-        let h = parse(&gguf_of(st, &[]));
-        let mut tensors: Vec<(String, Vec<u64>, _, Vec<u8>)> = Vec::new();
-        let file = gguf_of(st, &[]);
-        for t in &h.tensors {
-            let bytes = file[t.range.start as usize..t.range.end as usize].to_vec();
-            tensors.push((t.name.clone(), t.dims.clone(), t.ggml_type, bytes));
-        }
-        tensors.push(("q8".into(), vec![32 * 64], ggml("Q8_0"), q.to_vec()));
-        let refs: Vec<_> = tensors
-            .iter()
-            .map(|(n, d, t, b)| (n.as_str(), d.as_slice(), *t, b.as_slice()))
-            .collect();
-        write::file(3, &gguf_every_value(), &refs)
-    };
-    (with_q8(&read(BASE), &q8), with_q8(&read(TUNE), &q8_tuned))
-}
-
 /// A GGUF fine-tune coded against its GGUF base (the file, or an archive of it): the float
 /// tensors and the quantized one of the same name, type and shape are coded against the base,
 /// the archive is smaller than without it, and it decodes every way with either.
 #[test]
 fn a_gguf_fine_tune_codes_against_a_gguf_base() {
-    let (base_file, tune) = gguf_pair();
+    let (base_file, tune) = gguf_pair(&read(BASE), &read(TUNE));
     let dir = tempfile::tempdir().unwrap();
     let base_path = dir.path().join("base.gguf");
     std::fs::write(&base_path, &base_file).unwrap();

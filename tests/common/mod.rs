@@ -248,3 +248,47 @@ pub fn gguf_of(file: &[u8], metadata: &[(String, sc::gguf::Value)]) -> Vec<u8> {
         .collect();
     sc::gguf::write::file(3, metadata, &tensors)
 }
+
+/// A GGUF file of every metadata value type, alignment 64, with a zero-element tensor, F32,
+/// F16, BF16 and quantized tensors whose lengths are not multiples of the alignment.
+pub fn odd_gguf() -> Vec<u8> {
+    let mut metadata = gguf_every_value();
+    metadata.push(("general.alignment".into(), sc::gguf::Value::U32(64)));
+    let mut rng = Rng(7);
+    let (f32s, f16s, bf16s) = (rng.bytes(4 * 40), rng.bytes(2 * 33), rng.bytes(2 * 64));
+    let (q8, q4k) = (rng.bytes(34 * 3), rng.bytes(144));
+    let tensors: [(&str, &[u64], _, &[u8]); 6] = [
+        ("f32", &[40], ggml("F32"), &f32s),
+        ("empty", &[0], ggml("F16"), &[]),
+        ("f16", &[3, 11], ggml("F16"), &f16s),
+        ("q8", &[96], ggml("Q8_0"), &q8),
+        ("bf16", &[16, 2, 2], ggml("BF16"), &bf16s),
+        ("q4k", &[256], ggml("Q4_K"), &q4k),
+    ];
+    sc::gguf::write::file(3, &metadata, &tensors)
+}
+
+/// A GGUF checkpoint of the tensors of the safetensors file `base` and a quantized one `q8`, and
+/// its fine-tune's: the tensors of `tune`, the quantized one changed in one block.
+pub fn gguf_pair(base: &[u8], tune: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    let mut rng = Rng(3);
+    let q8 = rng.bytes(34 * 64);
+    let mut q8_tuned = q8.clone();
+    q8_tuned[40..60].copy_from_slice(&rng.bytes(20));
+    let with_q8 = |st: &[u8], q: &[u8]| {
+        let file = gguf_of(st, &[]);
+        let h = sc::gguf::GgufHeader::parse(&file, file.len() as u64).unwrap();
+        let mut tensors: Vec<(String, Vec<u64>, _, Vec<u8>)> = Vec::new();
+        for t in &h.tensors {
+            let bytes = file[t.range.start as usize..t.range.end as usize].to_vec();
+            tensors.push((t.name.clone(), t.dims.clone(), t.ggml_type, bytes));
+        }
+        tensors.push(("q8".into(), vec![32 * 64], ggml("Q8_0"), q.to_vec()));
+        let refs: Vec<_> = tensors
+            .iter()
+            .map(|(n, d, t, b)| (n.as_str(), d.as_slice(), *t, b.as_slice()))
+            .collect();
+        sc::gguf::write::file(3, &gguf_every_value(), &refs)
+    };
+    (with_q8(base, &q8), with_q8(tune, &q8_tuned))
+}

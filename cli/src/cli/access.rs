@@ -7,7 +7,7 @@ use super::{
 };
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use sc::{Archive, StoredBytes};
+use sc::{Archive, Kind, StoredBytes};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
 pub(super) struct ListArgs {
-    /// Archive of a safetensors file, or a folder: a table for each archive below it
+    /// Archive of a safetensors or GGUF file, or a folder: a table for each archive below it
     input: PathBuf,
     /// Print one JSON document: every tensor's name, dtype, shape, offsets, original and
     /// stored bytes, and the archive's split
@@ -25,12 +25,13 @@ pub(super) struct ListArgs {
 
 #[derive(Args, Debug)]
 pub(super) struct ExtractArgs {
-    /// Archive of a safetensors file
+    /// Archive of a safetensors or GGUF file
     input: PathBuf,
     /// Tensor to extract (repeat for several); `sc list` shows the names
     #[arg(short, long = "tensor", value_name = "NAME", required = true)]
     tensors: Vec<String>,
-    /// Write the tensors' bytes back to back, in the order given, instead of a safetensors file
+    /// Write the tensors' bytes back to back, in the order given, instead of a safetensors (or
+    /// GGUF) file
     #[arg(long)]
     raw: bool,
     #[command(flatten)]
@@ -41,7 +42,8 @@ pub(super) struct ExtractArgs {
     pub(super) common: Common,
 }
 
-/// Opens `path` for random access, against `base` if given; it must be a safetensors archive.
+/// Opens `path` for random access, against `base` if given; it must be an archive of a
+/// safetensors or GGUF file.
 fn open(path: &Path, base: Option<sc::Base>) -> Result<Archive<File>> {
     if is_stdio(path) {
         bail!("reading tensors needs a seekable archive file, not stdin");
@@ -54,7 +56,7 @@ fn open(path: &Path, base: Option<sc::Base>) -> Result<Archive<File>> {
     .with_context(|| format!("reading {}", path.display()))?;
     if !archive.kind().has_tensors() {
         bail!(
-            "{} holds a generic file, not safetensors: it has no tensors (use sc decode)",
+            "{} holds a generic file, not safetensors or GGUF: it has no tensors (use sc decode)",
             path.display()
         );
     }
@@ -276,14 +278,17 @@ fn edit_distance(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
-fn default_output(input: &Path, raw: bool) -> Result<PathBuf> {
+/// `INPUT` without `.sc` and the format's suffix, plus `.extract.` and `bin` (for `--raw`),
+/// `gguf` or `safetensors`.
+fn default_output(input: &Path, raw: bool, gguf: bool) -> Result<PathBuf> {
     let name = input
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let stem = name.strip_suffix(".sc").unwrap_or(&name);
-    let stem = stem.strip_suffix(".safetensors").unwrap_or(stem);
-    let ext = if raw { "bin" } else { "safetensors" };
+    let format = if gguf { "gguf" } else { "safetensors" };
+    let stem = stem.strip_suffix(&format!(".{format}")).unwrap_or(stem);
+    let ext = if raw { "bin" } else { format };
     Ok(input.with_file_name(format!("{stem}.extract.{ext}")))
 }
 
@@ -317,7 +322,8 @@ fn extract_on_pool(a: &ExtractArgs) -> Result<()> {
             );
         }
     }
-    let dest = destination(&a.input, &a.out, |p| default_output(p, a.raw))?;
+    let gguf = archive.kind() == Kind::Gguf;
+    let dest = destination(&a.input, &a.out, |p| default_output(p, a.raw, gguf))?;
     let names: Vec<&str> = a.tensors.iter().map(String::as_str).collect();
     let settings = Settings {
         force: a.out.force,
@@ -334,6 +340,8 @@ fn extract_on_pool(a: &ExtractArgs) -> Result<()> {
                 n += archive.tensor(name).map_or(0, |t| t.end - t.begin);
             }
             n
+        } else if gguf {
+            archive.write_gguf(&names, out).map_err(super::base::hint)?
         } else {
             archive
                 .write_safetensors(&names, out)

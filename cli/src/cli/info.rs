@@ -6,7 +6,7 @@ use super::{hex, json, write_stdout};
 use anyhow::{Context, Result};
 use clap::Args;
 use sc::{ArchiveInfo, CodecUse, Kind, TensorInfo, TransformUse};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::fs::File;
@@ -23,7 +23,8 @@ pub(super) struct InfoArgs {
     /// Print one JSON document: mode, sizes, blocks, transforms, codecs, dtypes, metadata
     #[arg(long)]
     json: bool,
-    /// Also print the kept safetensors header, pretty-printed (with --json: as "header")
+    /// Also print the kept safetensors header, pretty-printed (with --json: as "header"); of
+    /// a GGUF archive, each metadata key and value (with --json: "metadata" has them whole)
     #[arg(long)]
     header: bool,
 }
@@ -35,7 +36,7 @@ pub(super) fn info(a: &InfoArgs) -> Result<()> {
     let mut f =
         File::open(&a.input).with_context(|| format!("cannot open {}", a.input.display()))?;
     let info = sc::inspect(&mut f).with_context(|| format!("reading {}", a.input.display()))?;
-    let metadata = info.header_json().and_then(metadata);
+    let metadata = info.metadata();
     match a.json {
         true => {
             write_stdout(|w| json::write_document(w, &doc(&a.input, &info, metadata, a.header)))
@@ -49,6 +50,9 @@ pub(super) fn info(a: &InfoArgs) -> Result<()> {
                         w.write_all(b"header:\n")?;
                         write_pretty(w, json)
                     }
+                    None if a.header && info.kind == Kind::Gguf => {
+                        write_values(w, metadata.as_ref())
+                    }
                     None => Ok(()),
                 }
             })
@@ -56,15 +60,23 @@ pub(super) fn info(a: &InfoArgs) -> Result<()> {
     }
 }
 
-/// The `__metadata__` of a safetensors header (string to string), read without keeping the
-/// rest of the header.
-fn metadata(json: &str) -> Option<BTreeMap<String, String>> {
-    #[derive(Deserialize)]
-    struct OnlyMetadata {
-        #[serde(rename = "__metadata__")]
-        metadata: Option<BTreeMap<String, String>>,
+/// Characters of a metadata value `sc info --header` prints (a tokenizer's vocabulary is
+/// megabytes).
+const VALUE_SHOWN: usize = 200;
+
+/// Each key of a GGUF archive's metadata and its value (cut at [`VALUE_SHOWN`] characters),
+/// one a line.
+fn write_values(w: &mut dyn Write, metadata: Option<&BTreeMap<String, String>>) -> io::Result<()> {
+    writeln!(w, "header metadata:")?;
+    for (k, v) in metadata.into_iter().flatten() {
+        let shown: String = v.chars().take(VALUE_SHOWN).collect();
+        let more = match v.chars().count() {
+            n if n > VALUE_SHOWN => format!(" ... ({n} characters)"),
+            _ => String::new(),
+        };
+        writeln!(w, "  {} = {}{more}", printable(k), printable(&shown))?;
     }
-    serde_json::from_str::<OnlyMetadata>(json).ok()?.metadata
+    Ok(())
 }
 
 fn kind_name(kind: Kind) -> &'static str {
@@ -120,14 +132,14 @@ fn summary(
         percent(info.archive_len, orig),
         count(info.blocks, "block")
     )?;
-    if info.kind == Kind::Safetensors {
+    if info.kind.has_tensors() {
         let (kept, stored) = (info.kept_header_len, info.kept_header_stored);
         let how = if stored < kept {
             format!("stored deflated in {stored} bytes")
         } else {
             "stored as it is".into()
         };
-        writeln!(t, "kept:        safetensors header of {kept} bytes, {how}")?;
+        writeln!(t, "kept:        {kind} header of {kept} bytes, {how}")?;
     }
     if let Some(base) = &info.base_name {
         writeln!(

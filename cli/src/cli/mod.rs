@@ -91,10 +91,12 @@ enum Command {
     /// Show an archive's mode, sizes, codecs and tensors per dtype (--json for scripts,
     /// --header for the kept safetensors header)
     Info(info::InfoArgs),
-    /// List the tensors of a safetensors archive: dtype, shape, original and compressed bytes
+    /// List the tensors of a safetensors or GGUF archive: dtype (ggml type), shape, original
+    /// and compressed bytes
     List(access::ListArgs),
-    /// Write chosen tensors as a safetensors file (or raw bytes), decoding only their blocks
-    /// (default output: INPUT without .sc and .safetensors, plus .extract.safetensors or .bin)
+    /// Write chosen tensors as a safetensors or GGUF file, as the archive's original was (or
+    /// raw bytes), decoding only their blocks (default output: INPUT without .sc and
+    /// .safetensors or .gguf, plus .extract.safetensors, .extract.gguf or .extract.bin)
     Extract(access::ExtractArgs),
     /// Print a completion script for a shell (bash, zsh, fish, powershell, elvish)
     Completions(docs::CompletionsArgs),
