@@ -241,7 +241,7 @@ impl<R: Read + Seek + Send> Archive<R> {
         self.header.mode
     }
 
-    /// Whether the original was a safetensors file (with tensors) or other bytes.
+    /// Whether the original was a safetensors or GGUF file (with tensors) or other bytes.
     pub fn kind(&self) -> Kind {
         self.header.kind
     }

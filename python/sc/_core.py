@@ -24,13 +24,23 @@ _RANK = {name: k for k, (name, _) in enumerate(_DTYPES)}
 
 
 class TensorEntry(NamedTuple):
-    """One tensor of an archive: its dtype, shape and bytes [start, end) in the original file."""
+    """One tensor of an archive: its dtype (a GGUF tensor's ggml type), shape (outermost
+    first) and bytes [start, end) in the original file."""
 
     name: str
     dtype: str
     shape: tuple[int, ...]
     start: int
     end: int
+
+    def layout(self) -> tuple[str, tuple[int, ...]]:
+        """The dtype and shape the tensor is read as: its own, or for a quantized GGUF tensor
+        (a ggml type safetensors lacks) "U8" and its shape with the last (innermost) dimension
+        replaced by the bytes of the blocks of one row."""
+        if self.dtype in WIDTH:
+            return self.dtype, self.shape
+        rows = math.prod(self.shape[:-1])
+        return "U8", self.shape[:-1] + ((self.end - self.start) // rows if rows else 0,)
 
 
 class Framework:
@@ -95,10 +105,11 @@ class Archive:
             source = bytes(source)
             self.where = "the archive in memory"
         self._reader = _plain.reader(source, threads, _path(base))
-        if self._reader.header_json() is None:
+        self.kind: str = self._reader.info()["kind"]
+        if self.kind == "generic":
             raise ScError(
-                f"{self.where}: a generic archive (its original file is not safetensors): "
-                "restore it with sc.decompress_file"
+                f"{self.where}: a generic archive (its original file is not safetensors or "
+                "GGUF): restore it with sc.decompress_file"
             )
         self.metadata: dict[str, str] | None = self._reader.metadata()
         self.tensors = {
@@ -121,28 +132,31 @@ class Archive:
         """Decodes `entries` (or rows `rows` of the first dimension of the single entry) into
         new arrays of `fw`, all in one pass over their blocks."""
         raws, buffers, ranges, shapes = [], [], [], []
+        dtypes = []
         for e in entries:
-            width = WIDTH.get(e.dtype)
+            dtype, shape = e.layout() if self.kind == "gguf" else (e.dtype, e.shape)
+            width = WIDTH.get(dtype)
             if width is None:
                 raise ScError(f"{self.where}: tensor {e.name!r} has dtype {e.dtype}, which sc cannot load")
-            count = math.prod(e.shape)
+            count = math.prod(shape)
             if count * width != e.end - e.start:
                 raise ScError(
                     f"{self.where}: tensor {e.name!r}: shape {list(e.shape)} of {e.dtype} needs "
                     f"{count * width} bytes, the header gives {e.end - e.start}"
                 )
-            start, end, shape = e.start, e.end, e.shape
+            start, end = e.start, e.end
             if rows is not None:
-                row = (e.end - e.start) // e.shape[0] if e.shape and e.shape[0] else 0
+                row = (e.end - e.start) // shape[0] if shape and shape[0] else 0
                 start, end = e.start + rows.start * row, e.start + rows.stop * row
-                shape = (len(rows),) + e.shape[1:]
+                shape = (len(rows),) + shape[1:]
+            dtypes.append(dtype)
             raw, buf = fw.empty(end - start)
             raws.append(raw)
             buffers.append(buf)
             ranges.append((start, end))
             shapes.append(shape)
         self._reader.read_into(ranges, buffers)
-        return [fw.view(r, e.dtype, s) for r, e, s in zip(raws, entries, shapes)]
+        return [fw.view(r, d, s) for r, d, s in zip(raws, dtypes, shapes)]
 
     def load_all(self, fw: Framework, device: str = "cpu") -> dict[str, Any]:
         """Every tensor, by name, in the order their bytes lie in the file (as safetensors'
@@ -162,8 +176,9 @@ class Archive:
         return s
 
     def info(self) -> dict[str, Any]:
-        """Mode, block size, number of blocks, archive and original lengths, and `base`: the
-        name of the base the archive is coded against, or None."""
+        """The original's kind ("safetensors" or "gguf"), mode, block size, number of blocks,
+        archive and original lengths, and `base`: the name of the base the archive is coded
+        against, or None."""
         return dict(self._reader.info())
 
     def close(self) -> None:
@@ -191,13 +206,18 @@ class _Slice:
         return list(self._entry.shape)
 
     def get_dtype(self) -> str:
-        """The tensor's safetensors dtype, such as "BF16"."""
+        """The tensor's safetensors dtype, such as "BF16" (a GGUF tensor's ggml type, such as
+        "Q4_K")."""
         return self._entry.dtype
 
+    def _shape(self) -> tuple[int, ...]:
+        """The shape the tensor is read as (a quantized GGUF tensor's rows of blocks)."""
+        return self._entry.layout()[1] if self._archive.kind == "gguf" else self._entry.shape
+
     def __len__(self) -> int:
-        if not self._entry.shape:
+        if not self._shape():
             raise TypeError("len() of a 0-d tensor")
-        return self._entry.shape[0]
+        return self._shape()[0]
 
     def __getitem__(self, key: Any) -> Any:
         e = self._entry
@@ -210,12 +230,12 @@ class _Slice:
             # As in NumPy: a new axis of length 1 (True) or 0 (False), not row 1 or 0.
             (t,) = self._archive.load(self._fw, [e])
             return self._fw.to_device(t[(bool(key),) + rest], self._device)
-        if not e.shape:
+        if not self._shape():
             if key != slice(None):
                 raise IndexError("a 0-d tensor takes no index but [:] or [...]")
             (t,) = self._archive.load(self._fw, [e])
             return self._fw.to_device(t[rest] if rest else t, self._device)
-        n = e.shape[0]
+        n = self._shape()[0]
         if isinstance(key, slice):
             first = range(n)[key]
             lo = min(first) if len(first) else 0
@@ -271,8 +291,15 @@ class safe_open:
         return sorted(self._archive.tensors, key=lambda n: self._archive.tensors[n].start)
 
     def metadata(self) -> dict[str, str] | None:
-        """The header's `__metadata__`, or None."""
+        """The header's `__metadata__`, or None; of a GGUF archive, its metadata key-values
+        (values that are not strings as their JSON text)."""
         return None if self._archive.metadata is None else dict(self._archive.metadata)
+
+    def get_ggml_type(self, name: str) -> str | None:
+        """The ggml type (such as "Q4_K" or "F16") of the tensor `name` of a GGUF archive;
+        None in a safetensors one."""
+        e = self._archive.entry(name)
+        return e.dtype if self._archive.kind == "gguf" else None
 
     def get_tensor(self, name: str) -> Any:
         """The tensor `name`, decoded from its blocks only; KeyError (with the closest names) if

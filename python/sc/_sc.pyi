@@ -29,11 +29,11 @@ class Reader:
     def header_json(self) -> str | None:
         """The kept safetensors header's JSON text, or None for a generic archive."""
     def metadata(self) -> dict[str, str] | None:
-        """The kept header's `__metadata__` (values that are not strings as their JSON text),
-        or None."""
+        """The kept header's metadata: a safetensors header's `__metadata__`, a GGUF header's
+        key-values (values that are not strings as their JSON text), or None."""
     def info(self) -> dict[str, Any]:
-        """mode, block_size, blocks, archive_len, original_len, base (the name of the base the
-        archive is coded against, or None)."""
+        """kind ("safetensors", "gguf" or "generic"), mode, block_size, blocks, archive_len,
+        original_len, base (the name of the base the archive is coded against, or None)."""
     def stats(self) -> dict[str, int]:
         """blocks_decoded, bytes_decoded, block_bytes_read, archive_bytes_read so far."""
     def read_into(self, ranges: list[tuple[int, int]], buffers: list[Buffer]) -> None:

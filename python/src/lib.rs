@@ -314,17 +314,19 @@ impl Reader {
         self.with(py, |a| Ok(a.header_json().map(str::to_string)))
     }
 
-    /// The kept header's `__metadata__` (values that are not strings as their JSON text), or
-    /// None.
+    /// The kept header's metadata: a safetensors header's `__metadata__`, a GGUF header's
+    /// key-values (values that are not strings as their JSON text), or None.
     fn metadata(&self, py: Python<'_>) -> PyResult<Option<BTreeMap<String, String>>> {
         self.with(py, |a| Ok(a.metadata().cloned()))
     }
 
-    /// Archive facts: mode, block size, blocks, archive and original lengths, and the name of
-    /// the base it is coded against (or None).
+    /// Archive facts: the original's kind ("safetensors", "gguf" or "generic"), mode, block
+    /// size, blocks, archive and original lengths, and the name of the base it is coded
+    /// against (or None).
     fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let (mode, block_size, blocks, archive_len, original_len, base) = self.with(py, |a| {
+        let (kind, mode, block_size, blocks, archive_len, original_len, base) = self.with(py, |a| {
             Ok((
+                kind_name(a.kind()),
                 a.mode().name(),
                 a.block_size(),
                 a.blocks(),
@@ -334,6 +336,7 @@ impl Reader {
             ))
         })?;
         let d = PyDict::new(py);
+        d.set_item("kind", kind)?;
         d.set_item("mode", mode)?;
         d.set_item("block_size", block_size)?;
         d.set_item("blocks", blocks)?;
@@ -600,10 +603,20 @@ fn compress_file<'py>(
     d.set_item("archive_len", report.archive_len)?;
     d.set_item("blocks", report.blocks)?;
     d.set_item("safetensors", matches!(report.kind, sc::Kind::Safetensors))?;
+    d.set_item("kind", kind_name(report.kind))?;
     d.set_item("md5", report.md5.map(hex))?;
     d.set_item("based_tensors", report.based_tensors)?;
     d.set_item("repeated_tensors", report.repeated_tensors)?;
     Ok(d)
+}
+
+/// What Python calls the original file's kind: "safetensors", "gguf" or "generic".
+fn kind_name(kind: sc::Kind) -> &'static str {
+    match kind {
+        sc::Kind::Safetensors => "safetensors",
+        sc::Kind::Gguf => "gguf",
+        _ => "generic",
+    }
 }
 
 fn hex(d: [u8; 16]) -> String {

@@ -130,7 +130,9 @@ pub fn header(
 
 /// A whole GGUF file of `version` with `metadata` and the tensors (name, dims innermost first,
 /// type, data), laid out as [`header`] says, each tensor's data padded with zeros to the
-/// alignment (as ggml writes them).
+/// alignment (as ggml writes them). For tests: files are otherwise written through
+/// [`GgufHeader::header_for`].
+#[cfg(any(test, feature = "internals"))]
 pub fn file(
     version: u32,
     metadata: &[(String, Value)],
