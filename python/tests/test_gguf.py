@@ -52,9 +52,12 @@ def model(tmp_path_factory):
     bf16_bits = (bf16.view(np.uint32) >> 16).astype(np.uint16)
     w.add_tensor("bf16", bf16_bits.view(np.uint8).reshape(2, 16), raw_dtype=Q.BF16)
     quants = {}
-    for name, qtype, shape in [("q8", Q.Q8_0, (3, 64)), ("q4", Q.Q4_0, (2, 32)), ("q6k", Q.Q6_K, (2, 256))]:
+    for name, qtype, shape in [("q8", Q.Q8_0, (3, 64)), ("q4", Q.Q4_0, (2, 32))]:
         quants[name] = (qtype, gguf.quants.quantize(rng.standard_normal(shape, dtype=np.float32), qtype))
-        w.add_tensor(name, quants[name][1], raw_dtype=qtype)
+    # The gguf package does not quantize K-quants: blocks of random bytes, two rows of one.
+    quants["q6k"] = (Q.Q6_K, rng.integers(0, 256, (2, 210), dtype=np.uint8))
+    for name, (qtype, blocks) in quants.items():
+        w.add_tensor(name, blocks, raw_dtype=qtype)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
