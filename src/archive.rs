@@ -11,8 +11,8 @@ use crate::container::{BlockRecord, FileHeader, Footer, IndexEntry, Kind, Mode};
 use crate::error::{Error, Result};
 use crate::inspect::{container_parts, header_json, reference, Reference};
 use crate::pipeline::decode::{
-    decode_from, decode_into, decode_one, kept_tensors, spans_of, Block, Counting, DecodeOptions,
-    DecodeReport, Reread,
+    decode_from, decode_into, decode_one, spans_of, Block, Counting, DecodeOptions, DecodeReport,
+    Reread,
 };
 use crate::pipeline::mapped::MappedFile;
 use crate::pipeline::pool::Pool;
@@ -179,7 +179,7 @@ impl<R: Read + Seek + Send> Archive<R> {
         let header = FileHeader::read(&mut input, Some(archive_len))?;
         let footer = Footer::read_from_end(&mut input, archive_len)?;
         check_index(&header, &footer)?;
-        let tensors = kept_tensors(&header)?;
+        let tensors = header.tensors()?;
         let metadata = match header.kind {
             Kind::Safetensors => metadata_of(&header.prefix[8..])?,
             Kind::Generic | Kind::Gguf => None,
