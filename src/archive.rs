@@ -12,8 +12,8 @@ use crate::error::{Error, Result};
 use crate::gguf::GgufHeader;
 use crate::inspect::{container_parts, header_json, kept_metadata, reference, Reference};
 use crate::pipeline::decode::{
-    decode_from, decode_into, decode_one, kept_tensors, spans_of, Block, Counting, DecodeOptions,
-    DecodeReport, Reread,
+    decode_from, decode_into, decode_one, spans_of, Block, Counting, DecodeOptions, DecodeReport,
+    Reread,
 };
 use crate::pipeline::mapped::MappedFile;
 use crate::pipeline::pool::Pool;
@@ -180,7 +180,7 @@ impl<R: Read + Seek + Send> Archive<R> {
         let header = FileHeader::read(&mut input, Some(archive_len))?;
         let footer = Footer::read_from_end(&mut input, archive_len)?;
         check_index(&header, &footer)?;
-        let tensors = kept_tensors(&header)?;
+        let tensors = header.tensors()?;
         let metadata = kept_metadata(&header)?;
         let spans = spans_of(&header, &tensors)?;
         // The default budget takes one block in flight however large (a base's blocks of

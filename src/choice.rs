@@ -11,7 +11,8 @@
 pub mod delta;
 
 use crate::codec::{
-    adaptive, constant, context, ctxjoint, huffjoint, huffman, joint, range, raw6, signs, Codec,
+    adaptive, byctx, constant, context, ctxjoint, huffjoint, huffman, joint, range, raw6, signs,
+    Codec, Slot,
 };
 use crate::container::Mode;
 use crate::entropy::rows::{Part, Rows, TensorRows, QUAD_LEN};
@@ -468,6 +469,28 @@ fn code_huffjoint(raw: &[u8], coded: &mut [Vec<u8>], keys: &mut Vec<u8>) -> Opti
     (c0.len() + c1.len() < 2 * n).then_some([Codec::HuffJoint, Codec::Raw6])
 }
 
+/// BEST: plane 1 of a ggml block transform (a scale's low bytes) with `byctx` given plane 0
+/// (their high bytes), or on its own, whichever is smaller.
+fn code_low_bytes(transform: Transform, data: &[u8], high: &[u8], coded: &mut Vec<u8>) -> Codec {
+    let alone = code_plane(data, true, Mode::Best, coded);
+    let alone_len = match alone {
+        Codec::Stored => data.len(),
+        _ => coded.len(),
+    };
+    let mut by = Vec::new();
+    byctx::encode(data, high, &mut by);
+    let slot = Slot {
+        plane: 1,
+        transform,
+        plane_len: data.len() as u32,
+    };
+    if by.len() < alone_len && (byctx::SPEC.fits)(slot, by.len() as u32) {
+        *coded = by;
+        return Codec::ByCtx;
+    }
+    alone
+}
+
 /// Codes a plane after the first, on its own: entropy-coded where [`worth_coding`] says so.
 fn code_other(data: &[u8], mode: Mode, coded: &mut Vec<u8>) -> Codec {
     code_plane(data, worth_coding(data, mode), mode, coded)
@@ -530,7 +553,11 @@ pub fn code(
         transform.split(raw, planes);
         let chosen: Vec<Codec> = (coded[..n].par_iter_mut())
             .zip(&planes[..n])
-            .map(|(c, p)| code_plane(p, true, mode, c))
+            .enumerate()
+            .map(|(k, (c, p))| match (k, mode) {
+                (1, Mode::Best) => code_low_bytes(transform, p, &planes[0], c),
+                _ => code_plane(p, true, mode, c),
+            })
             .collect();
         codecs[..n].copy_from_slice(&chosen);
     } else if let Some(pair) = huffjoint
@@ -559,7 +586,6 @@ pub fn code(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::Slot;
 
     #[test]
     fn delta_is_chosen_for_sequences_not_for_noise() {

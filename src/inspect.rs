@@ -220,7 +220,7 @@ pub fn inspect<R: Read + Seek>(r: &mut R) -> Result<ArchiveInfo> {
     }
     let tensors = match header.kind {
         Kind::Generic => None,
-        _ => crate::pipeline::decode::kept_tensors(&header).ok(),
+        _ => header.tensors().ok(),
     };
     let (based_tensors, repeated_tensors) = header.refs.as_ref().map_or((0, 0), References::counts);
     let base_name = header

@@ -219,7 +219,7 @@ impl Fixture {
     }
 
     /// Whether `pos` lies in the payload of an entropy-coded plane (huffman, range, adaptive,
-    /// context, joint, ctxjoint, ctxtensors, ctxsigns, signs, huffjoint, sparse), where flush
+    /// context, joint, ctxjoint, ctxtensors, ctxsigns, signs, huffjoint, sparse, byctx), where flush
     /// and padding bits may not matter.
     fn in_entropy_payload(&self, pos: usize) -> bool {
         self.blocks.iter().any(|b| {
@@ -237,6 +237,7 @@ impl Fixture {
                         | Codec::Signs
                         | Codec::HuffJoint
                         | Codec::Sparse
+                        | Codec::ByCtx
                 ) && pos >= start
                     && pos < start + len
             })

@@ -24,6 +24,7 @@
 //! | 12 | [`ctxjoint`] (`ctxtensors`) | as 9, over a block of several tensors, each in its rows (BEST) |
 //! | 13 | [`ctxjoint`] (`ctxsigns`) | as 12, over one tensor or more, with [`signs`] as plane 1 (BEST) |
 //! | 14 | [`signs`] | the signs range coded by column, bits 4..0 packed (partner of 13) |
+//! | 15 | [`byctx`] | a ggml block's scale low bytes, a model per high byte (BEST) |
 //!
 //! # Adding a codec
 //! 1. Write `codec/<name>.rs`: its encoder, its decoder and its `SPEC` (id, name, placement
@@ -35,6 +36,7 @@
 
 pub mod adaptive;
 pub mod basectx;
+pub mod byctx;
 pub mod constant;
 pub mod context;
 pub mod ctxjoint;
@@ -85,11 +87,13 @@ pub enum Codec {
     CtxSigns = 13,
     /// [`signs`].
     Signs = 14,
+    /// [`byctx`].
+    ByCtx = 15,
 }
 
 impl Codec {
     /// Every codec, in id order.
-    pub const ALL: [Codec; 15] = [
+    pub const ALL: [Codec; 16] = [
         Codec::Stored,
         Codec::Const,
         Codec::Huffman,
@@ -105,6 +109,7 @@ impl Codec {
         Codec::CtxTensors,
         Codec::CtxSigns,
         Codec::Signs,
+        Codec::ByCtx,
     ];
 
     /// The codec with id `id`, if this build has it.
@@ -135,6 +140,7 @@ impl Codec {
             Codec::CtxTensors => &ctxjoint::TENSORS_SPEC,
             Codec::CtxSigns => &ctxjoint::SIGNED_SPEC,
             Codec::Signs => &signs::SPEC,
+            Codec::ByCtx => &byctx::SPEC,
         }
     }
 

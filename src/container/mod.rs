@@ -11,6 +11,7 @@ pub mod refs;
 use crate::codec::{Codec, Decode, Slot};
 use crate::error::{Error, Result};
 use crate::read::{read_exact_or, read_up_to};
+use crate::safetensors::{self, TensorInfo};
 use crate::transform::{Transform, MAX_PLANES};
 use refs::References;
 use std::hash::Hasher;
@@ -391,6 +392,21 @@ impl FileHeader {
         })
     }
 
+    /// The tensors of the kept header (none for a generic archive), ordered by data offset.
+    /// The encoder keeps a header only if it parsed, so one that does not is corruption.
+    pub fn tensors(&self) -> Result<Vec<TensorInfo>> {
+        Ok(match self.kind {
+            Kind::Safetensors => {
+                safetensors::Header::parse(&self.prefix[8..], None)
+                    .map_err(Error::KeptHeader)?
+                    .tensors
+            }
+            Kind::Gguf => crate::gguf::kept_tensors(&self.prefix)
+                .map_err(|e| corrupt(format!("kept GGUF header: {e}")))?,
+            Kind::Generic => Vec::new(),
+        })
+    }
+
     /// The MD5 of the original recorded in `footer`, if this archive records one. An archive
     /// without one must leave the field zero: anything else is corruption.
     pub fn recorded_md5(&self, footer: &Footer) -> Result<Option<[u8; 16]>> {
@@ -514,7 +530,7 @@ impl BlockRecord {
         }
         let raw_len = u32_at(&fixed, 4);
         if raw_len == 0
-            || raw_len > block_size
+            || raw_len as usize > transform.block_cap(block_size as usize)
             || !(raw_len as usize).is_multiple_of(transform.width())
         {
             return Err(bad(format!("impossible block length {raw_len}")));

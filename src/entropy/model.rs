@@ -257,6 +257,22 @@ impl AdaptiveModel {
         self.update(s);
     }
 
+    /// Decodes one symbol from `d` (reading `data`): one step of [`AdaptiveModel::encode`]'s
+    /// inverse, for coders that switch models from symbol to symbol.
+    #[inline(always)]
+    pub(crate) fn decode_one(&mut self, data: &[u8], d: &mut Decoder) -> u8 {
+        let (r, slot) = d.slot();
+        let slots = &self.slots[..PROB_SCALE as usize];
+        let s = match slots.get(slot as usize) {
+            Some(&s) => s,
+            None => past_table(slots),
+        };
+        let e = self.cf[s as usize];
+        d.consume(data, r, e & 0xFFFF, e >> 16);
+        self.update(s);
+        s
+    }
+
     /// Decodes `out`, element `first + j` into `out[j]`, even elements from stream 0 and odd
     /// ones from stream 1. The symbols are taken in runs up to the next event, so the inner
     /// loop keeps no countdown.

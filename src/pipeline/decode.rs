@@ -10,7 +10,7 @@ use crate::base::Base;
 use crate::container::{checksum::hex, BlockRecord, FileHeader, Footer, IndexEntry, Kind, Mode};
 use crate::error::{Error, Result};
 use crate::read::read_up_to;
-use crate::safetensors::{Header, TensorInfo};
+use crate::safetensors::TensorInfo;
 use std::io::{self, Read, Write};
 use std::ops::Range;
 use std::sync::Arc;
@@ -257,22 +257,6 @@ impl Own<'_> {
     }
 }
 
-/// The tensors of the kept header of an archive with `header` (none for a generic archive),
-/// ordered by data offset. The encoder keeps a header only if it parsed, so one that does not
-/// is corruption.
-pub(crate) fn kept_tensors(header: &FileHeader) -> Result<Vec<TensorInfo>> {
-    Ok(match header.kind {
-        Kind::Safetensors => {
-            Header::parse(&header.prefix[8..], None)
-                .map_err(Error::KeptHeader)?
-                .tensors
-        }
-        Kind::Gguf => crate::gguf::kept_tensors(&header.prefix)
-            .map_err(|e| Error::Corrupt(format!("kept GGUF header: {e}")))?,
-        Kind::Generic => Vec::new(),
-    })
-}
-
 /// The referenced tensors of an archive with `header`, whose kept header lists `tensors`
 /// (checked against them).
 pub(crate) fn spans_of(header: &FileHeader, tensors: &[TensorInfo]) -> Result<Spans> {
@@ -327,7 +311,7 @@ pub(crate) fn decode_from<'a, S: Source<'a> + Send, W: Write + Send>(
     let header = FileHeader::read(&mut r, opts.archive_len)?;
     // Only an archive with references needs its kept header's tensors to decode.
     let spans = match header.refs {
-        Some(_) => spans_of(&header, &kept_tensors(&header)?)?,
+        Some(_) => spans_of(&header, &header.tensors()?)?,
         None => Spans::default(),
     };
     let budget = Budget::new(opts.memory, header.block_size, 0, header.refs.is_some())?;

@@ -195,7 +195,7 @@ impl Iterator for Planner {
                 continue;
             }
             let width = region.transform.width() as u64;
-            let cap = self.block_size - self.block_size % width;
+            let cap = region.transform.block_cap(self.block_size as usize) as u64;
             match &mut block {
                 None => {
                     let take = left.min(cap);

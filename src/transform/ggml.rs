@@ -6,7 +6,9 @@
 //! low byte; 4-bit quants stay as the bytes that pack them in pairs; 5- and 6-bit quants are
 //! joined with their high bits into one byte per value ([`join_quants`]); packed 6-bit scales
 //! and the other fields stay bytes. One ggml block is the transform's unit: plane `k` holds
-//! `bytes(k)` bytes per unit.
+//! `bytes(k)` bytes per unit. Planes 0 and 1 are the high and low bytes of the block's (first)
+//! scale, or of Q8_K's F32 scale the top two, so that BEST may code the low byte given the
+//! high one (codec `byctx`).
 
 use crate::gguf::types::{join_quants, unjoin_quants, GgmlType};
 
@@ -82,11 +84,11 @@ pub const LAYOUTS: [Layout; 12] = [
     },
     Layout {
         name: "Q2_K",
-        planes: &[bytes(0, 16), bytes(16, 64), hi(80), lo(80), hi(82), lo(82)],
+        planes: &[hi(80), lo(80), hi(82), lo(82), bytes(0, 16), bytes(16, 64)],
     },
     Layout {
         name: "Q3_K",
-        planes: &[bytes(0, 32), bytes(32, 64), bytes(96, 12), hi(108), lo(108)],
+        planes: &[hi(108), lo(108), bytes(0, 32), bytes(32, 64), bytes(96, 12)],
     },
     Layout {
         name: "Q4_K",
@@ -98,7 +100,7 @@ pub const LAYOUTS: [Layout; 12] = [
     },
     Layout {
         name: "Q6_K",
-        planes: &[Piece::Joined, bytes(192, 16), hi(208), lo(208)],
+        planes: &[hi(208), lo(208), Piece::Joined, bytes(192, 16)],
     },
     Layout {
         name: "Q8_K",

@@ -59,8 +59,17 @@ pub fn safetensors(tensors: &[(&str, &str, Vec<u64>, Vec<u8>)], gap: usize, meta
     out
 }
 
-/// Where each tensor's bytes are in `file`, by name, from its own header.
+/// Where each tensor's bytes are in `file` (safetensors or GGUF), by name, from its own header.
 pub fn tensor_ranges(file: &[u8]) -> Vec<(String, Range<usize>)> {
+    if file.starts_with(b"GGUF") {
+        let h = sc::gguf::GgufHeader::parse(file, file.len() as u64).expect("valid GGUF");
+        let range = |r: &Range<u64>| r.start as usize..r.end as usize;
+        return h
+            .tensors
+            .iter()
+            .map(|t| (t.name.clone(), range(&t.range)))
+            .collect();
+    }
     let json_len = u64::from_le_bytes(file[..8].try_into().unwrap()) as usize;
     let h = Header::parse(
         &file[8..8 + json_len],
