@@ -324,17 +324,18 @@ impl Reader {
     /// size, blocks, archive and original lengths, and the name of the base it is coded
     /// against (or None).
     fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let (kind, mode, block_size, blocks, archive_len, original_len, base) = self.with(py, |a| {
-            Ok((
-                kind_name(a.kind()),
-                a.mode().name(),
-                a.block_size(),
-                a.blocks(),
-                a.archive_len(),
-                a.original_len(),
-                a.base_name().map(str::to_string),
-            ))
-        })?;
+        let (kind, mode, block_size, blocks, archive_len, original_len, base) =
+            self.with(py, |a| {
+                Ok((
+                    kind_name(a.kind()),
+                    a.mode().name(),
+                    a.block_size(),
+                    a.blocks(),
+                    a.archive_len(),
+                    a.original_len(),
+                    a.base_name().map(str::to_string),
+                ))
+            })?;
         let d = PyDict::new(py);
         d.set_item("kind", kind)?;
         d.set_item("mode", mode)?;
