@@ -86,6 +86,15 @@ fn a_folder_of_split_gguf_files_round_trips() {
             "sub/m-00003-of-00003.gguf.sc",
         ]
     );
+    let listing = String::from_utf8(ok(sc(tmp.path(), &["list", "packed"], None)).stdout).unwrap();
+    for shown in [
+        "m-00001-of-00003.gguf.sc",
+        "sub/m-00003-of-00003.gguf.sc",
+        "Q4_K",
+        "BF16",
+    ] {
+        assert!(listing.contains(shown), "{shown} in {listing}");
+    }
     ok(sc(
         tmp.path(),
         &["decode", "packed", "-o", "back", "--md5"],
