@@ -161,7 +161,8 @@ mod tests {
             let mut back = vec![0u8; 3 * n];
             decode(&coded, &ctx, &mut back).unwrap();
             assert_eq!(back, wide, "n={n} x3");
-            assert!(decode(&coded, &ctx, &mut vec![0u8; 3 * n + 1]).is_err());
+            // A plane that is not whole ggml blocks of plane 0.
+            assert!(n == 1 || decode(&coded, &ctx, &mut vec![0u8; 3 * n + 1]).is_err());
             // Any cut of the payload is an error or other bytes, never a panic.
             for cut in 0..coded.len() {
                 let mut out = vec![0u8; n];
