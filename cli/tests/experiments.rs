@@ -339,7 +339,7 @@ fn bench_takes_gguf_files() {
         "bench of a GGUF file",
     );
     for tool in ["sc fast", "sc best"] {
-        let r = row(&out, &["tiny", tool]);
+        let r = row(&out, &["tiny.gguf", tool]);
         assert_eq!(r[7], "ok", "{tool}: {out}");
         let size: f64 = r[2].parse().unwrap();
         assert!(size > 0.0 && size < 60.0, "{tool}: {out}");
