@@ -37,6 +37,12 @@ for m in fast best; do
       testdata/tiny-tune.safetensors -o "$seeds/tiny-tune.$m.$b.sc"
   done
 done
+# A GGUF file (kind 2): ggml block transforms, and BEST's byctx codec at 16K.
+for m in fast best; do
+  for b in 4K 16K; do
+    "$sc" encode -q -f -m "$m" -b "$b" testdata/tiny.gguf -o "$seeds/tiny-gguf.$m.$b.sc"
+  done
+done
 # With BEST's sign models (-9): a ctxsigns/signs block.
 "$sc" encode -q -f -9 -b 12290 testdata/tensors.safetensors -o "$seeds/tensors.signs.12290.sc"
 mkdir -p fuzz/corpus/container fuzz/corpus/roundtrip fuzz/corpus/entropy fuzz/corpus/gguf
@@ -48,6 +54,8 @@ printf '\011' | cat - testdata/tiny-tune.safetensors > fuzz/corpus/roundtrip/tun
 printf '\025' | cat - testdata/tensors.safetensors > fuzz/corpus/roundtrip/tensors-best-signs
 printf '\045' | cat - testdata/tensors.safetensors > fuzz/corpus/roundtrip/tensors-best-nosigns
 head -c 3000 testdata/sample.safetensors > fuzz/corpus/roundtrip/sample-head
+printf '\000' | cat - testdata/tiny.gguf > fuzz/corpus/roundtrip/tiny-gguf-fast
+printf '\007' | cat - testdata/tiny.gguf > fuzz/corpus/roundtrip/tiny-gguf-best
 # The GGUF excerpt's header and first tensors (the whole file is past -max_len).
 head -c 65536 testdata/excerpt.gguf > fuzz/corpus/gguf/excerpt-head
 for t in container entropy roundtrip gguf; do

@@ -469,22 +469,30 @@ fn code_huffjoint(raw: &[u8], coded: &mut [Vec<u8>], keys: &mut Vec<u8>) -> Opti
     (c0.len() + c1.len() < 2 * n).then_some([Codec::HuffJoint, Codec::Raw6])
 }
 
-/// BEST: plane 1 of a ggml block transform (a scale's low bytes) with `byctx` given plane 0
-/// (their high bytes), or on its own, whichever is smaller.
-fn code_low_bytes(transform: Transform, data: &[u8], high: &[u8], coded: &mut Vec<u8>) -> Codec {
+/// BEST: plane `k` (after the first) of a ggml block transform with `byctx` given plane 0
+/// (each ggml block's scale's high byte), or on its own, whichever is smaller.
+fn code_given_scale(
+    transform: Transform,
+    k: usize,
+    data: &[u8],
+    high: &[u8],
+    coded: &mut Vec<u8>,
+) -> Codec {
     let alone = code_plane(data, true, Mode::Best, coded);
     let alone_len = match alone {
         Codec::Stored => data.len(),
         _ => coded.len(),
     };
     let mut by = Vec::new();
-    byctx::encode(data, high, &mut by);
     let slot = Slot {
-        plane: 1,
+        plane: k,
         transform,
         plane_len: data.len() as u32,
     };
-    if by.len() < alone_len && (byctx::SPEC.fits)(slot, by.len() as u32) {
+    if byctx::encode(data, high, &mut by)
+        && by.len() < alone_len
+        && (byctx::SPEC.fits)(slot, by.len() as u32)
+    {
         *coded = by;
         return Codec::ByCtx;
     }
@@ -554,8 +562,8 @@ pub fn code(
         let chosen: Vec<Codec> = (coded[..n].par_iter_mut())
             .zip(&planes[..n])
             .enumerate()
-            .map(|(k, (c, p))| match (k, mode) {
-                (1, Mode::Best) => code_low_bytes(transform, p, &planes[0], c),
+            .map(|(k, (c, p))| match mode {
+                Mode::Best if k > 0 => code_given_scale(transform, k, p, &planes[0], c),
                 _ => code_plane(p, true, mode, c),
             })
             .collect();

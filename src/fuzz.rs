@@ -4,7 +4,7 @@
 //! [`roundtrip`] generated inputs.
 
 use crate::codec::{
-    adaptive, basectx, context, ctxjoint, huffjoint, huffman, joint, range, raw6, sparse,
+    adaptive, basectx, byctx, context, ctxjoint, huffjoint, huffman, joint, range, raw6, sparse,
 };
 use crate::{Archive, Base, DecodeOptions, EncodeOptions, Mode, SignModels};
 use std::io::{sink, Cursor};
@@ -109,7 +109,7 @@ pub fn entropy(data: &[u8]) {
     // The raw6 payload's length follows from n; the rest is the joint payload.
     let (head, raw) = payload.split_at(payload.len() - raw6::len(n).min(payload.len()));
     let base: Vec<u8> = (0..2 * n).map(|i| (i * 37 % 251) as u8).collect();
-    let _ = match data[0] % 12 {
+    let _ = match data[0] % 13 {
         0 => huffman::decode(payload, &mut out),
         1 => range::decode(payload, &mut out),
         2 => adaptive::decode(payload, &mut out),
@@ -133,6 +133,7 @@ pub fn entropy(data: &[u8]) {
             let (signed, signs) = rest.split_at(len.min(rest.len()));
             ctxjoint::decode::<{ ctxjoint::SIGNED }>(signed, signs, &mut out, &mut other)
         }
+        12 => byctx::decode(payload, &ctx, &mut out),
         _ => {
             let high: Vec<u8> = (0..n).map(|i| (i % 61 == 0) as u8).collect();
             basectx::decode(payload, &high, &base, &mut out)

@@ -100,7 +100,8 @@ pub(crate) fn kept_metadata(header: &FileHeader) -> Result<Option<BTreeMap<Strin
 pub struct CodecUse {
     /// Planes stored with it.
     pub planes: u64,
-    /// Their bytes once decoded.
+    /// Their bytes once decoded (the planes' lengths: the joined quants of the ggml transforms
+    /// make planes longer than the original bytes they hold).
     pub original: u64,
     /// Their payload bytes.
     pub coded: u64,

@@ -320,8 +320,11 @@ fn truncated_or_corrupt_gguf_archives_fail_with_an_error() {
         let mut bad = archive.clone();
         let at = rng.next() as usize % bad.len();
         bad[at] ^= 1 << (rng.next() % 8);
-        let got = sc::decode_to_vec(&bad, &DecodeOptions::default());
-        assert!(got.is_err(), "byte {at} flipped");
+        // An error, or the original: a range coder's flush slack may not matter; the block
+        // checksums make sure no other bytes come out.
+        if let Ok(back) = sc::decode_to_vec(&bad, &DecodeOptions::default()) {
+            assert!(back == file, "byte {at} flipped");
+        }
     }
     // Kind 2 in an archive of version 5 is not a GGUF archive.
     let mut old = archive.clone();

@@ -331,6 +331,22 @@ fn bench_reports_missing_programs_and_checks_round_trips() {
 }
 
 #[test]
+fn bench_takes_gguf_files() {
+    let (_t, d) = workdir();
+    let tiny = concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata/tiny.gguf");
+    let out = ok(
+        sc(&d, &["bench", tiny, "--runs", "1"]),
+        "bench of a GGUF file",
+    );
+    for tool in ["sc fast", "sc best"] {
+        let r = row(&out, &["tiny.gguf", tool]);
+        assert_eq!(r[7], "ok", "{tool}: {out}");
+        let size: f64 = r[2].parse().unwrap();
+        assert!(size > 0.0 && size < 60.0, "{tool}: {out}");
+    }
+}
+
+#[test]
 fn bench_with_a_base_times_coding_against_it() {
     let (_t, d) = workdir();
     let testdata = concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata");

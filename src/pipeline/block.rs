@@ -159,6 +159,39 @@ fn decode_head<'a>(
     }
 }
 
+/// Decodes the planes of a ggml transform's block: plane 0 first, then the others at once, each
+/// given plane 0 where its codec asks; merged into `out`.
+fn decode_ggml(
+    record: &BlockRecord,
+    parts: &[&[u8]],
+    base: &[u8],
+    out: &mut [u8],
+    s: &mut Scratch,
+) -> Result<(), CodecError> {
+    let (t, e) = (record.transform, &record.planes);
+    let [s0, rest @ ..] = &mut s.planes;
+    let first = plane_view(&e[0], parts[0], t.plane_len(0, out.len()), s0)?;
+    let others = (rest[..parts.len() - 1].par_iter_mut())
+        .zip(&e[1..])
+        .zip(&parts[1..])
+        .enumerate()
+        .map(|(k, ((s, e), part))| {
+            let len = t.plane_len(k + 1, out.len());
+            match e.codec.spec().decode {
+                Decode::GivenPlane0 { decode, .. } => {
+                    decode(part, first, sized(s, len))?;
+                    Ok(&s[..])
+                }
+                _ => plane_view(e, part, len, s),
+            }
+        })
+        .collect::<Result<Vec<&[u8]>, CodecError>>()?;
+    let mut views: [&[u8]; MAX_PLANES] = Default::default();
+    views[0] = first;
+    views[1..parts.len()].copy_from_slice(&others);
+    t.merge_against(&views[..parts.len()], base, out)
+}
+
 /// Decodes a block whose record was validated and whose payload is `payload` into `out`
 /// (`record.raw_len` bytes), then checks the block checksum. A block with a delta transform
 /// needs its `base` bytes (as long as the block).
@@ -203,6 +236,8 @@ pub fn decode_block(
         }
     } else if let Some(decode) = words {
         decode(parts[0], parts[1], &mut s.keys, out)?;
+    } else if t.ggml().is_some() {
+        decode_ggml(record, &parts[..n], base, out, s)?;
     } else {
         let e = &record.planes;
         let [s0, s1, tail @ ..] = &mut s.planes;

@@ -36,8 +36,14 @@ fn open(path: &Path) -> Result<File> {
     File::open(path).with_context(|| format!("cannot open {}", path.display()))
 }
 
-/// Fails with a one-line reason unless `path` is a safetensors file.
-pub fn check_safetensors(path: &Path) -> Result<()> {
+/// Fails with a one-line reason unless `path` is a safetensors or GGUF file.
+pub fn check_weights(path: &Path) -> Result<()> {
+    if is_gguf(path)? {
+        sc::lab::gguf::read_gguf_header(&mut open(path)?)
+            .map_err(plain)
+            .with_context(|| path.display().to_string())?;
+        return Ok(());
+    }
     sc::lab::read_file_header(&mut open(path)?)
         .map_err(plain)
         .with_context(|| path.display().to_string())?;

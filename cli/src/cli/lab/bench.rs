@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
-    /// safetensors files to compress
+    /// safetensors or GGUF files to compress
     #[arg(required = true)]
     inputs: Vec<PathBuf>,
     /// More compressors, comma-separated: zstd, xz, bzip2, gzip, shuffle-zstd (sc shuffle

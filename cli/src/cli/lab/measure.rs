@@ -178,7 +178,7 @@ pub fn same_contents(a: &Path, b: &Path) -> Result<bool> {
 pub fn prepare(inputs: &[PathBuf]) -> Result<(PathBuf, tempfile::TempDir)> {
     let sc = std::env::current_exe().context("cannot find the sc executable")?;
     for f in inputs {
-        super::analyze::check_safetensors(f)?;
+        super::analyze::check_weights(f)?;
     }
     let dir = tempfile::tempdir().context("cannot create a temporary directory")?;
     Ok((sc, dir))
