@@ -282,6 +282,28 @@ fn verify_checks_gguf_archives() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
     archives(d);
+    ok(sc(
+        d,
+        &["encode", "-q", "-f", "--md5", "odd.gguf", "x.gguf"],
+        None,
+    ));
+    for (a, file) in [("odd.gguf.sc", odd_gguf()), ("x.gguf.sc", read(EXCERPT))] {
+        use md5::Digest;
+        let want: String = md5::Md5::digest(&file)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let doc: Json = serde_json::from_str(&stdout(sc(d, &["info", "--json", a], None))).unwrap();
+        assert_eq!(
+            (&doc["kind"], &doc["md5"]),
+            (&Json::from("gguf"), &Json::from(want.clone()))
+        );
+        let said = stdout(sc(d, &["verify", a], None));
+        assert!(
+            said.contains(&format!("OK, {} bytes, md5 {want}", file.len())),
+            "{said}"
+        );
+    }
     ok(sc(d, &["verify", "odd.gguf.sc", "x.gguf.sc"], None));
     ok(sc(d, &["verify", "x.gguf.sc", "x.gguf"], None));
     let out = sc(d, &["verify", "x.gguf.sc", "odd.gguf"], None);
