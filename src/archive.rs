@@ -546,8 +546,8 @@ impl<R: Read + Seek + Send> Archive<R> {
             .map_err(|e| Error::Corrupt(format!("kept GGUF header: {e}")))?;
         let mut chosen: Vec<usize> = Vec::new();
         for name in names {
-            let (_, range) = self.find(name)?;
-            let k = h.tensors.iter().position(|t| t.range == range);
+            self.find(name)?;
+            let k = h.tensors.iter().position(|t| t.name == *name);
             let k = k.ok_or_else(|| Error::NoSuchTensor(name.to_string()))?;
             if !chosen.contains(&k) {
                 chosen.push(k);

@@ -1,8 +1,8 @@
 //! A base checkpoint: the tensors a fine-tune is coded against ([`Base`]).
 //!
 //! A base is read tensor by tensor, range by range, never loaded whole: from a safetensors or
-//! GGUF file by positioned reads, from an `.sc` archive through its index (decoding only the blocks a
-//! range needs), from a folder of shards by tensor name, whatever the shard layout.
+//! GGUF file by positioned reads, from an `.sc` archive through its index (decoding only the
+//! blocks a range needs), from a folder of shards by tensor name, whatever the shard layout.
 //!
 //! This is where the library's one import cycle lives, and why (docs/ARCHITECTURE.md): a base
 //! may itself be an `.sc` archive, so `base` opens an [`Archive`], and reading an archive with
@@ -52,8 +52,8 @@ struct Inner {
     /// The file each shard was opened from (none for a base in memory).
     paths: Vec<PathBuf>,
     /// Every tensor by name: its shard, its header entry (a GGUF tensor's as
-    /// [`gguf::GgufHeader::tensor_infos`] gives it), and where its bytes start (the file offset for a
-    /// file, the original file's offset for an archive).
+    /// [`gguf::GgufHeader::tensor_infos`] gives it), and where its bytes start (the file offset
+    /// for a file, the original file's offset for an archive).
     tensors: HashMap<String, (usize, TensorInfo, u64)>,
     digests: Mutex<HashMap<String, u128>>,
 }
@@ -88,8 +88,8 @@ fn bad(path: &Path, reason: impl Into<String>) -> Error {
     }
 }
 
-/// The files of a base folder: every `*.safetensors`, `*.gguf` and `*.sc` below it, sorted, following
-/// links to files (not to folders); an archive beside its original is left out.
+/// The files of a base folder: every `*.safetensors`, `*.gguf` and `*.sc` below it, sorted,
+/// following links to files (not to folders); an archive beside its original is left out.
 fn shard_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     let mut entries: Vec<_> = std::fs::read_dir(dir)?.collect::<std::io::Result<_>>()?;
     entries.sort_by_key(|e| e.file_name());
@@ -199,8 +199,8 @@ fn file_tensors(path: &Path, file: &dyn ReadAt, len: u64) -> Result<Vec<(TensorI
 }
 
 impl Base {
-    /// A base held in memory: the bytes of a safetensors or GGUF file, called `name` in archives coded
-    /// against it and in errors.
+    /// A base held in memory: the bytes of a safetensors or GGUF file, called `name` in
+    /// archives coded against it and in errors.
     pub fn from_bytes(name: &str, bytes: Vec<u8>) -> Result<Base> {
         let tensors = file_tensors(Path::new(name), &&bytes[..], bytes.len() as u64)?;
         Ok(Base::from_shards(

@@ -60,8 +60,8 @@ pub(crate) fn header_json(header: &FileHeader) -> Option<&str> {
 
 /// The kept header's metadata of an archive with `header`: a safetensors header's
 /// `__metadata__` (string values as they are, others as their JSON text), a GGUF header's
-/// key-values ([`crate::gguf::Value::to_text`]); `None` for a generic archive and a safetensors header
-/// without `__metadata__`.
+/// key-values ([`crate::gguf::Value::to_text`]); `None` for a generic archive and a
+/// safetensors header without `__metadata__`.
 pub(crate) fn kept_metadata(header: &FileHeader) -> Result<Option<BTreeMap<String, String>>> {
     let meta = match header.kind {
         Kind::Generic => return Ok(None),

@@ -259,6 +259,16 @@ fn write_gguf_makes_a_gguf_file_of_the_chosen_tensors() {
                 file[o.start as usize..o.end as usize]
             );
         }
+        // Tensors that share an offset (zero-element ones) are told apart by name.
+        for t in h.tensors.iter().filter(|t| t.values() == 0) {
+            let mut out = Vec::new();
+            a.write_gguf(&[&t.name], &mut out).unwrap();
+            let got = parse(&out);
+            assert_eq!(
+                (&got.tensors[0].name, &got.tensors[0].dims),
+                (&t.name, &t.dims)
+            );
+        }
         let mut none = Vec::new();
         a.write_gguf(&[], &mut none).unwrap();
         assert!(parse(&none).tensors.is_empty());

@@ -133,8 +133,8 @@ class PlainReader:
 
     def info(self) -> dict[str, Any]:
         """What an archive's info says, for a file that is none: mode None, no blocks."""
-        return {"kind": "safetensors", "mode": None, "block_size": None, "blocks": 0, "archive_len": self._size,
-                "original_len": self._size, "base": None}
+        return {"kind": "safetensors", "mode": None, "block_size": None, "blocks": 0,
+                "archive_len": self._size, "original_len": self._size, "base": None}
 
     def stats(self) -> dict[str, int]:
         return {"blocks_decoded": 0, "bytes_decoded": 0, "block_bytes_read": 0,

@@ -258,17 +258,19 @@ pub fn gguf_of(file: &[u8], metadata: &[(String, sc::gguf::Value)]) -> Vec<u8> {
     sc::gguf::write::file(3, metadata, &tensors)
 }
 
-/// A GGUF file of every metadata value type, alignment 64, with a zero-element tensor, F32,
-/// F16, BF16 and quantized tensors whose lengths are not multiples of the alignment.
+/// A GGUF file of every metadata value type, alignment 64, with two zero-element tensors (at
+/// one offset), F32, F16, BF16 and quantized tensors whose lengths are not multiples of the
+/// alignment.
 pub fn odd_gguf() -> Vec<u8> {
     let mut metadata = gguf_every_value();
     metadata.push(("general.alignment".into(), sc::gguf::Value::U32(64)));
     let mut rng = Rng(7);
     let (f32s, f16s, bf16s) = (rng.bytes(4 * 40), rng.bytes(2 * 33), rng.bytes(2 * 64));
     let (q8, q4k) = (rng.bytes(34 * 3), rng.bytes(144));
-    let tensors: [(&str, &[u64], _, &[u8]); 6] = [
+    let tensors: [(&str, &[u64], _, &[u8]); 7] = [
         ("f32", &[40], ggml("F32"), &f32s),
         ("empty", &[0], ggml("F16"), &[]),
+        ("empty2", &[32, 0], ggml("Q8_0"), &[]),
         ("f16", &[3, 11], ggml("F16"), &f16s),
         ("q8", &[96], ggml("Q8_0"), &q8),
         ("bf16", &[16, 2, 2], ggml("BF16"), &bf16s),
