@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
 pub struct SweepArgs {
-    /// safetensors files to compress
+    /// safetensors or GGUF files to compress
     #[arg(required = true)]
     inputs: Vec<PathBuf>,
     /// Block sizes to try, comma-separated (bytes or K/M suffix)
