@@ -109,8 +109,12 @@ pub fn rewrite(args: Vec<OsString>, cmd: &Command) -> Result<Vec<OsString>, Refu
             i += 1;
         }
         // `sc FILE...` and `sc -` compress, as zstd and gzip do; so does a level given before
-        // anything else (`sc -19 -f FILE`, `cat F | sc -19 > F.sc`).
-        _ if token.is_some_and(names_input) || !levels.is_empty() => {
+        // anything else (`sc -19 -f FILE`, `cat F | sc -19 > F.sc`) and an option of encode's
+        // (`sc -c FILE > F.sc`, `sc -kf FILE`).
+        _ if token.is_some_and(names_input)
+            || !levels.is_empty()
+            || text.is_some_and(|t| is_encode_option(t, cmd)) =>
+        {
             command = Some("encode");
             out.push("encode".into());
         }
@@ -149,6 +153,29 @@ fn is_level(t: &str) -> bool {
         || matches!(t, "--fast" | "--best" | "--ultra")
         || t.starts_with("--fast=")
         || t.starts_with("--best=")
+}
+
+/// Whether `t` is an option of encode's and not one of sc's own (`-h`, `-V`): with no
+/// command before it, it asks to compress, as zstd reads it.
+fn is_encode_option(t: &str, cmd: &Command) -> bool {
+    let own = |a: &clap::Arg, short: Option<char>, long: Option<&str>| {
+        short.is_some_and(|c| a.get_short() == Some(c))
+            || long.is_some_and(|l| a.get_long() == Some(l))
+    };
+    let (short, long) = match t.strip_prefix("--") {
+        Some(l) => (None, Some(l.split_once('=').map_or(l, |(n, _)| n))),
+        None => (t.strip_prefix('-').and_then(|f| f.chars().next()), None),
+    };
+    if short.is_none() && long.is_none_or(str::is_empty) {
+        return false;
+    }
+    let top = cmd.get_arguments().any(|a| own(a, short, long))
+        || matches!(
+            (short, long),
+            (Some('h' | 'V'), _) | (_, Some("help" | "version"))
+        );
+    let encode = cmd.find_subcommand("encode");
+    !top && encode.is_some_and(|e| e.get_arguments().any(|a| own(a, short, long)))
 }
 
 /// Whether the token `t`, where a command is expected, is an input to compress: `-` (stdin)
@@ -360,5 +387,21 @@ mod tests {
         assert_eq!(rewritten(&["-"]).unwrap(), ["encode", "-"]);
         assert_eq!(rewritten(&["-dc", "a.sc"]).unwrap(), ["-dc", "a.sc"]);
         assert_eq!(rewritten(&["no-such-file"]).unwrap(), ["no-such-file"]);
+    }
+
+    /// An option of encode's with no command before it compresses, as `zstd -c FILE` does;
+    /// sc's own options and the other commands' spellings keep their meaning.
+    #[test]
+    fn encode_options_compress() {
+        assert_eq!(rewritten(&["-c", "f"]).unwrap(), ["encode", "-c", "f"]);
+        assert_eq!(rewritten(&["-kf", "f"]).unwrap(), ["encode", "-kf", "f"]);
+        assert_eq!(
+            rewritten(&["--force", "-o", "x.sc", "f"]).unwrap(),
+            ["encode", "--force", "-o", "x.sc", "f"]
+        );
+        assert_eq!(rewritten(&["-h"]).unwrap(), ["-h"]);
+        assert_eq!(rewritten(&["--version"]).unwrap(), ["--version"]);
+        assert_eq!(rewritten(&["-dc", "a.sc"]).unwrap(), ["-dc", "a.sc"]);
+        assert_eq!(rewritten(&["--no-such-flag"]).unwrap(), ["--no-such-flag"]);
     }
 }
