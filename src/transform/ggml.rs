@@ -158,8 +158,7 @@ impl Layout {
             let blocks = raw.chunks_exact(width).zip(plane.chunks_exact_mut(n));
             match *piece {
                 Piece::Bytes { at, len, step: 1 } => {
-                    let (at, len) = (at as usize, len as usize);
-                    blocks.for_each(|(b, p)| p.copy_from_slice(&b[at..at + len]));
+                    blocks.for_each(|(b, p)| copy(p, &b[at as usize..], len as usize))
                 }
                 Piece::Bytes { at, step, .. } => blocks.for_each(|(b, p)| {
                     let from = b[at as usize..].iter().step_by(step as usize);
@@ -181,8 +180,7 @@ impl Layout {
             let blocks = out.chunks_exact_mut(width).zip(plane.chunks_exact(n));
             match *piece {
                 Piece::Bytes { at, len, step: 1 } => {
-                    let (at, len) = (at as usize, len as usize);
-                    blocks.for_each(|(b, p)| b[at..at + len].copy_from_slice(p));
+                    blocks.for_each(|(b, p)| copy(&mut b[at as usize..], p, len as usize))
                 }
                 Piece::Bytes { at, step, .. } => blocks.for_each(|(b, p)| {
                     let to = b[at as usize..].iter_mut().step_by(step as usize);
@@ -193,6 +191,26 @@ impl Layout {
                 }),
             }
         }
+    }
+}
+
+/// Copies the first `len` bytes of `from` to `to`. The lengths the layouts use are constants
+/// here, so that the copy of each block's field compiles to a few moves instead of a call to
+/// `memcpy` (which took a fifth of a Q4_1 file's decode).
+#[inline(always)]
+fn copy(to: &mut [u8], from: &[u8], len: usize) {
+    #[inline(always)]
+    fn fixed<const N: usize>(to: &mut [u8], from: &[u8]) {
+        to[..N].copy_from_slice(&from[..N]);
+    }
+    match len {
+        1 => to[0] = from[0],
+        12 => fixed::<12>(to, from),
+        16 => fixed::<16>(to, from),
+        32 => fixed::<32>(to, from),
+        64 => fixed::<64>(to, from),
+        128 => fixed::<128>(to, from),
+        _ => to[..len].copy_from_slice(&from[..len]),
     }
 }
 
