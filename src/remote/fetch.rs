@@ -33,7 +33,7 @@ const MAX_PIECE: u64 = 8 << 20;
 /// ([`Archive::open_url`](crate::Archive::open_url)).
 ///
 /// Opening it makes two requests, for its end and its start; every read after that is served
-/// from bytes fetched ahead when the reader said what it would read ([`Prefetch`]), or from one
+/// from bytes fetched ahead when the reader said what it would read, or from one
 /// request of its own. Up to [`RemoteOptions::connections`] requests are in flight at once, and
 /// twice as many pieces (of at most 8 MiB) are held ahead of the reader.
 pub struct RemoteFile {
