@@ -188,6 +188,13 @@ impl RemoteFile {
         }
     }
 
+    /// Tells the reader that `ranges` will be read next, in this order: they are fetched
+    /// ahead, over the connections, adjacent ones together. [`Archive`](crate::Archive) says
+    /// it for every read; a plain copy of the object says `[0..len]`.
+    pub fn will_read(&self, ranges: &[Range<u64>]) {
+        self.shared.will_read(ranges);
+    }
+
     /// What plans this reader's fetching ahead.
     pub(crate) fn prefetch(&self) -> Arc<dyn Prefetch> {
         self.shared.clone()
