@@ -918,7 +918,8 @@ fn decode_prefix(a: &DecodeArgs, prefix: &str) -> Result<()> {
 /// Copies the object at `url` to the file `dest` as it is.
 fn copy_remote(url: &str, dest: &Path, force: bool) -> Result<()> {
     let mut file = sc::remote::RemoteFile::open(url, &sc::remote::RemoteOptions::default())?;
-    file.will_read(&[0..file.len()]);
+    let whole = 0..file.len();
+    file.will_read(std::slice::from_ref(&whole));
     let settings = Settings {
         force,
         binary: true,
