@@ -135,6 +135,10 @@ mod inspect;
 #[cfg(feature = "lab")]
 pub mod lab;
 pub mod output;
+#[cfg(feature = "remote")]
+pub mod remote;
+#[cfg(feature = "remote")]
+mod remote_archive;
 mod stream;
 
 /// README.md's Rust example, compiled as a doctest so that it stays true.
@@ -169,6 +173,8 @@ pub use inspect::{inspect, ArchiveInfo, CodecUse, Reference, TransformUse};
 pub use pipeline::decode::{decode, DecodeOptions, DecodeReport};
 pub use pipeline::encode::{encode, encode_file, encode_to_vec, EncodeOptions, EncodeReport};
 pub use pipeline::{memory_needed, memory_needed_with_references, DEFAULT_MEMORY};
+#[cfg(feature = "remote")]
+pub use remote_archive::{decode_url, inspect_url};
 pub use safetensors::{Dtype, TensorInfo};
 pub use stream::{Decoder, Encoder};
 
