@@ -19,13 +19,13 @@ use crate::pipeline::pool::Pool;
 use crate::pipeline::refs::{OwnBytes, Retained, Sources, Spans};
 use crate::pipeline::source::{Source, Stream};
 use crate::pipeline::{on_threads, one_block_needs, ordered, Budget, Pools, DEFAULT_MEMORY};
-use crate::read::At;
+use crate::read::{At, Prefetch};
 use crate::safetensors::{self, TensorInfo};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
 use std::ops::Range;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// What an [`Archive`] has read and decoded since it was opened.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -111,6 +111,9 @@ pub struct Archive<R> {
     base: Option<Base>,
     /// Bytes of blocks decoded at a time when the sources of repeated tensors are held.
     repeat_piece: u64,
+    /// Told what each read will read, when the archive is remote: it fetches ahead, and
+    /// fetches a block that fails to decode once more.
+    prefetch: Option<Arc<dyn Prefetch>>,
 }
 
 /// The budget for reading the blocks of the archive `header` describes within `memory`, with
@@ -204,6 +207,7 @@ impl<R: Read + Seek + Send> Archive<R> {
             spans,
             base,
             repeat_piece: REPEAT_PIECE,
+            prefetch: None,
         })
     }
 
@@ -226,6 +230,16 @@ impl<R: Read + Seek + Send> Archive<R> {
     #[doc(hidden)]
     pub fn set_repeat_piece(&mut self, bytes: u64) {
         self.repeat_piece = bytes;
+    }
+
+    /// Has `prefetch` told what each read will read (and asked for blocks again).
+    pub(crate) fn set_prefetch(&mut self, prefetch: Arc<dyn Prefetch>) {
+        self.prefetch = Some(prefetch);
+    }
+
+    /// The reader of the archive's bytes.
+    pub(crate) fn reader(&self) -> &R {
+        &self.input.inner
     }
 
     /// The name of the base the archive is coded against, as it records it, if it needs one.
@@ -643,6 +657,12 @@ impl<R: Read + Seek + Send> Archive<R> {
         }
         let own = Retained::from_parts(parts);
         let index = &self.footer.index;
+        // The blocks' bytes in the archive, but the cached block's.
+        let cached = self.cache.as_ref().map(|(n, _)| *n);
+        let planned: Vec<Range<u64>> = (group.iter())
+            .filter(|w| Some(w.n) != cached)
+            .map(|w| index[w.n].offset..index[w.n].offset + index[w.n].stored_len as u64)
+            .collect();
         let mut wants = group.into_iter().peekable();
         if let Some((n, block)) = &self.cache {
             if let Some(w) = wants.next_if(|w| w.n == *n) {
@@ -659,8 +679,13 @@ impl<R: Read + Seek + Send> Archive<R> {
             budget,
             spans,
             base,
+            prefetch,
             ..
         } = self;
+        if let Some(p) = prefetch.as_ref() {
+            p.will_read(&planned);
+        }
+        let prefetch = prefetch.as_deref();
         let sources = Sources {
             spans,
             base: base.as_ref(),
@@ -672,21 +697,29 @@ impl<R: Read + Seek + Send> Archive<R> {
                 let Some(want) = wants.next() else {
                     return Ok(None);
                 };
-                let block = read_block(input, block_size, index, want.n, &pools.coded)?;
+                let block = match read_block(input, block_size, index, want.n, &pools.coded) {
+                    Err(Error::CorruptBlock { .. }) if prefetch.is_some() => {
+                        read_again(prefetch, block_size, index, want.n, &pools.coded)?
+                    }
+                    read => read?,
+                };
                 stats.block_bytes_read += block.record.stored_len();
                 Ok(Some((block, want)))
             },
             &|(block, mut want): (Block, Want)| {
-                let len = block.record.raw_len as usize;
-                match want.places.as_mut_slice() {
-                    // A whole block wanted in one place: decoded where it goes.
-                    [(0, dest)] if dest.len() == len => {
-                        let rec = decode_into(block, dest, pools, sources)?;
-                        Ok(Decoded::InPlace(rec.raw_len as u64))
+                let n = want.n;
+                let decoded = match decode_want(block, &mut want, pools, sources) {
+                    // Bytes spoilt on the way are fetched once more.
+                    Err(Error::CorruptBlock { .. }) if prefetch.is_some() => {
+                        let block = read_again(prefetch, block_size, index, n, &pools.coded)?;
+                        decode_want(block, &mut want, pools, sources)?
                     }
-                    _ => decode_one(block, pools, sources)
-                        .map(|(_, out)| Decoded::Buffered(out, want)),
-                }
+                    decoded => decoded?,
+                };
+                Ok::<_, Error>(match decoded {
+                    None => Decoded::InPlace(index[n].raw_len as u64),
+                    Some(out) => Decoded::Buffered(out, want),
+                })
             },
             &mut |decoded| {
                 stats.blocks_decoded += 1;
@@ -709,6 +742,40 @@ impl<R: Read + Seek + Send> Archive<R> {
             },
         )
     }
+}
+
+/// Decodes `block` for `want`: straight into its place when the whole block is wanted in one
+/// (`None`), or else into a pooled buffer.
+fn decode_want(
+    block: Block,
+    want: &mut Want,
+    pools: &Pools,
+    sources: Sources,
+) -> Result<Option<Vec<u8>>> {
+    let len = block.record.raw_len as usize;
+    match want.places.as_mut_slice() {
+        [(0, dest)] if dest.len() == len => decode_into(block, dest, pools, sources).map(|_| None),
+        _ => decode_one(block, pools, sources).map(|(_, out)| Some(out)),
+    }
+}
+
+/// Block `n` read once more from the source `prefetch` fetches from, for a block whose bytes
+/// failed their checks: spoilt on the way, they arrive whole this time, and spoilt in the
+/// archive, they fail again.
+fn read_again(
+    prefetch: Option<&dyn Prefetch>,
+    block_size: u32,
+    index: &[IndexEntry],
+    n: usize,
+    buffers: &Pool<Vec<u8>>,
+) -> Result<Block<'static>> {
+    let e = index[n];
+    let range = e.offset..e.offset + e.stored_len as u64;
+    let bytes = match prefetch {
+        Some(p) => p.read_again(range)?,
+        None => return Err(Error::Io(io::ErrorKind::Unsupported.into())),
+    };
+    parse_block(&mut &bytes[..], block_size, index, n, buffers)
 }
 
 /// Sends the bytes of the decoded `block` (at offset `at` of the original file) that lie in
@@ -802,8 +869,20 @@ fn read_block<R: Read + Seek>(
     n: usize,
     buffers: &Pool<Vec<u8>>,
 ) -> Result<Block<'static>> {
+    input.seek(SeekFrom::Start(index[n].offset))?;
+    parse_block(input, block_size, index, n, buffers)
+}
+
+/// Reads block `n`'s record and payload from where `input` stands, checking the record
+/// against the index.
+fn parse_block<R: Read>(
+    input: &mut R,
+    block_size: u32,
+    index: &[IndexEntry],
+    n: usize,
+    buffers: &Pool<Vec<u8>>,
+) -> Result<Block<'static>> {
     let e = index[n];
-    input.seek(SeekFrom::Start(e.offset))?;
     let bad = |reason: &str| Error::CorruptBlock {
         index: n as u64,
         reason: reason.into(),

@@ -56,6 +56,15 @@ pub enum Error {
     /// A file read as safetensors is not one.
     #[error("not a safetensors file: {0}")]
     NotSafetensors(HeaderError),
+    /// A remote location (`remote` feature) could not be read or written: not found (404),
+    /// refused (403), or failing past the retries.
+    #[error("{location}: {reason}")]
+    Remote {
+        /// The location, as it was named.
+        location: String,
+        /// What went wrong, on one line.
+        reason: String,
+    },
     /// The archive has no tensor of this name.
     #[error("no tensor named {0:?}")]
     NoSuchTensor(String),

@@ -149,13 +149,19 @@ impl ArchiveInfo {
 /// Reads the header, index, trailer and every block record of a seekable archive, without
 /// decoding any block.
 pub fn inspect<R: Read + Seek>(r: &mut R) -> Result<ArchiveInfo> {
+    inspect_with(r, true)
+}
+
+/// [`inspect`]; without `records`, the block records are not read, and the transforms and
+/// codecs are left empty (a remote archive is described from its header and index alone).
+pub(crate) fn inspect_with<R: Read + Seek>(r: &mut R, records: bool) -> Result<ArchiveInfo> {
     let archive_len = r.seek(SeekFrom::End(0))?;
     r.seek(SeekFrom::Start(0))?;
     let header = FileHeader::read(r, Some(archive_len))?;
     let footer = Footer::read_from_end(r, archive_len)?;
     let mut codecs: BTreeMap<&'static str, CodecUse> = BTreeMap::new();
     let mut transforms: BTreeMap<&'static str, TransformUse> = BTreeMap::new();
-    for (n, e) in footer.index.iter().enumerate() {
+    for (n, e) in footer.index.iter().enumerate().filter(|_| records) {
         if e.offset >= footer.end_offset {
             return Err(Error::Corrupt(format!(
                 "index entry {n} points past the blocks"

@@ -131,6 +131,10 @@ mod inspect;
 #[cfg(feature = "lab")]
 pub mod lab;
 pub mod output;
+#[cfg(feature = "remote")]
+pub mod remote;
+#[cfg(feature = "remote")]
+mod remote_archive;
 mod stream;
 
 /// README.md's Rust example, compiled as a doctest so that it stays true.
@@ -163,6 +167,8 @@ pub use container::{Kind, Mode};
 pub use error::{Error, HeaderError, Result, TensorProblem};
 pub use inspect::{inspect, ArchiveInfo, CodecUse, Reference, TransformUse};
 pub use pipeline::decode::{decode, DecodeOptions, DecodeReport};
+#[cfg(feature = "remote")]
+pub use remote_archive::{decode_url, inspect_url};
 pub use pipeline::encode::{encode, encode_file, encode_to_vec, EncodeOptions, EncodeReport};
 pub use pipeline::{memory_needed, memory_needed_with_references, DEFAULT_MEMORY};
 pub use safetensors::{Dtype, TensorInfo};

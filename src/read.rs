@@ -129,3 +129,14 @@ impl<F> io::Seek for At<F> {
         Ok(self.pos)
     }
 }
+
+/// A source whose bytes come from far away (a remote archive): told which byte ranges a
+/// reader is about to read, in order, so that it fetches them ahead and in parallel, and asked
+/// once more for bytes that failed their checks.
+pub trait Prefetch: Send + Sync {
+    /// The reader will now read `ranges`, in this order; ranges planned before and not yet
+    /// read are forgotten.
+    fn will_read(&self, ranges: &[std::ops::Range<u64>]);
+    /// Bytes `range` fetched anew, whatever was fetched before.
+    fn read_again(&self, range: std::ops::Range<u64>) -> io::Result<Vec<u8>>;
+}

@@ -1,0 +1,372 @@
+//! [`RemoteFile`]: a remote object read with range requests, fetching ahead what the reader
+//! plans to read ([`Prefetch`]) over several connections.
+
+use super::{io_error, remote_error, runtime, Counters, Location, RemoteOptions, RemoteStats};
+use crate::error::Result;
+use crate::read::Prefetch;
+use bytes::Bytes;
+use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
+use std::collections::VecDeque;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
+
+/// Bytes of the end of the object fetched when it is opened: the trailer and the index of an
+/// archive of up to ~8,000 blocks.
+const TAIL: u64 = 256 << 10;
+/// Bytes of the start of the object fetched when it is opened: the file header with a kept
+/// safetensors header of up to ~250 KiB.
+const HEAD: u64 = 256 << 10;
+/// Least bytes fetched by a read outside the plan (the reader's small reads of one structure
+/// then take one request).
+const MIN_READ: u64 = 64 << 10;
+/// The pieces a planned run of bytes is fetched in: one per connection for a short run, none
+/// longer than the most, none shorter than the least.
+const MIN_PIECE: u64 = 1 << 20;
+const MAX_PIECE: u64 = 8 << 20;
+
+/// A remote object (`http://`, `https://`, `s3://`) read with range requests: a [`Read`] and
+/// [`Seek`] over it, so that it is the `R` of [`Archive`](crate::Archive)
+/// ([`Archive::open_url`](crate::Archive::open_url)).
+///
+/// Opening it makes two requests, for its end and its start; every read after that is served
+/// from bytes fetched ahead when the reader said what it would read ([`Prefetch`]), or from one
+/// request of its own. Up to [`RemoteOptions::connections`] requests are in flight at once, and
+/// twice as many pieces (of at most 8 MiB) are held ahead of the reader.
+pub struct RemoteFile {
+    shared: Arc<Shared>,
+    pos: u64,
+}
+
+/// What the readers of one open location share: the store, and what is fetched ahead.
+pub(crate) struct Shared {
+    loc: Location,
+    len: u64,
+    connections: usize,
+    counters: Arc<Counters>,
+    /// A permit per connection: the requests in flight.
+    slots: Arc<Semaphore>,
+    state: Mutex<State>,
+}
+
+/// The bytes a reader has at hand or coming.
+#[derive(Default)]
+struct State {
+    /// The start and the end of the object, fetched when it was opened.
+    kept: Vec<(u64, Bytes)>,
+    /// The bytes of the last read outside the plan.
+    last: Option<(u64, Bytes)>,
+    /// Planned pieces not yet requested, in reading order.
+    todo: VecDeque<Range<u64>>,
+    /// Planned pieces requested, in reading order: in flight or arrived.
+    started: VecDeque<Piece>,
+}
+
+/// A planned piece requested.
+struct Piece {
+    range: Range<u64>,
+    data: Fetch,
+}
+
+enum Fetch {
+    Pending(JoinHandle<object_store::Result<Bytes>>),
+    Ready(Bytes),
+}
+
+impl Drop for Piece {
+    fn drop(&mut self) {
+        if let Fetch::Pending(task) = &self.data {
+            task.abort();
+        }
+    }
+}
+
+impl RemoteFile {
+    /// Opens the object at `url`: two requests, for its last and its first 256 KiB (which
+    /// also tell its length). A missing object, or one the store refuses, is
+    /// [`Error::Remote`](crate::Error::Remote) naming it.
+    pub fn open(url: &str, opts: &RemoteOptions) -> Result<RemoteFile> {
+        let loc = Location::parse(url, opts)?;
+        let counters = super::Counters::new();
+        let rt = runtime()?;
+        let (store, path) = (loc.store.clone(), loc.path.clone());
+        let tail_counters = counters.clone();
+        let tail = rt
+            .block_on(async move {
+                tail_counters.request();
+                let got = store
+                    .get_opts(
+                        &path,
+                        GetOptions {
+                            range: Some(GetRange::Suffix(TAIL)),
+                            ..Default::default()
+                        },
+                    )
+                    .await?;
+                let (start, len) = (got.range.start, got.meta.size);
+                let bytes = got.bytes().await?;
+                tail_counters.moved(bytes.len() as u64);
+                Ok::<_, object_store::Error>((start, len, bytes))
+            })
+            .map_err(|e| remote_error(url, e))?;
+        let (tail_start, len, tail_bytes) = tail;
+        let mut kept = vec![(tail_start, tail_bytes)];
+        if tail_start > 0 {
+            counters.request();
+            let head = rt
+                .block_on(loc.store.get_range(&loc.path, 0..HEAD.min(tail_start)))
+                .map_err(|e| remote_error(url, e))?;
+            counters.moved(head.len() as u64);
+            kept.push((0, head));
+        }
+        let connections = opts.connections.max(1);
+        let shared = Shared {
+            loc,
+            len,
+            connections,
+            counters,
+            slots: Arc::new(Semaphore::new(connections)),
+            state: Mutex::new(State {
+                kept,
+                ..State::default()
+            }),
+        };
+        Ok(RemoteFile {
+            shared: Arc::new(shared),
+            pos: 0,
+        })
+    }
+
+    /// The object's length in bytes.
+    pub fn len(&self) -> u64 {
+        self.shared.len
+    }
+
+    /// Whether the object is empty.
+    pub fn is_empty(&self) -> bool {
+        self.shared.len == 0
+    }
+
+    /// The location, as it was named.
+    pub fn url(&self) -> &str {
+        &self.shared.loc.url
+    }
+
+    /// What the requests to this location did so far (this reader's, and those of the
+    /// readers [`RemoteFile::reopen`] made from it).
+    pub fn stats(&self) -> RemoteStats {
+        self.shared.counters.stats()
+    }
+
+    /// A second reader of the same object, from its start, with a plan of its own; no
+    /// request is made, and its requests count in the same [`RemoteFile::stats`].
+    pub fn reopen(&self) -> RemoteFile {
+        let s = &self.shared;
+        let kept = s.lock().map(|st| st.kept.clone()).unwrap_or_default();
+        let shared = Shared {
+            loc: Location {
+                store: s.loc.store.clone(),
+                path: s.loc.path.clone(),
+                url: s.loc.url.clone(),
+                bucket: s.loc.bucket.clone(),
+            },
+            len: s.len,
+            connections: s.connections,
+            counters: s.counters.clone(),
+            slots: s.slots.clone(),
+            state: Mutex::new(State {
+                kept,
+                ..State::default()
+            }),
+        };
+        RemoteFile {
+            shared: Arc::new(shared),
+            pos: 0,
+        }
+    }
+
+    /// What plans this reader's fetching ahead.
+    pub(crate) fn prefetch(&self) -> Arc<dyn Prefetch> {
+        self.shared.clone()
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> io::Result<std::sync::MutexGuard<'_, State>> {
+        self.state
+            .lock()
+            .map_err(|_| io::Error::other("remote reader poisoned"))
+    }
+
+    /// Requests `range` on the runtime, when a connection is free.
+    fn spawn(&self, range: Range<u64>) -> io::Result<JoinHandle<object_store::Result<Bytes>>> {
+        let rt = runtime().map_err(io::Error::other)?;
+        let (store, path) = (self.loc.store.clone(), self.loc.path.clone());
+        let (slots, counters) = (self.slots.clone(), self.counters.clone());
+        Ok(rt.spawn(async move {
+            // The semaphore is never closed.
+            let _slot = slots.acquire_owned().await;
+            counters.request();
+            let bytes = store.get_range(&path, range).await?;
+            counters.moved(bytes.len() as u64);
+            Ok(bytes)
+        }))
+    }
+
+    /// Waits for `task`, counting the wait, and checks that it brought all of `range`.
+    fn wait(
+        &self,
+        task: &mut JoinHandle<object_store::Result<Bytes>>,
+        range: &Range<u64>,
+    ) -> io::Result<Bytes> {
+        let rt = runtime().map_err(io::Error::other)?;
+        let since = Instant::now();
+        let got = rt.block_on(task);
+        self.counters.waited(since);
+        let bytes = got
+            .map_err(io::Error::other)?
+            .map_err(|e| io_error(&self.loc.url, e))?;
+        if bytes.len() as u64 != range.end - range.start {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!(
+                    "{}: the server sent {} bytes for bytes {}..{}",
+                    self.loc.url,
+                    bytes.len(),
+                    range.start,
+                    range.end
+                ),
+            ));
+        }
+        Ok(bytes)
+    }
+
+    /// Bytes `range`, fetched now.
+    fn fetch_now(&self, range: Range<u64>) -> io::Result<Bytes> {
+        let mut task = self.spawn(range.clone())?;
+        self.wait(&mut task, &range)
+    }
+
+    /// Requests planned pieces until twice as many as there are connections are held ahead.
+    fn fill(&self, st: &mut State) -> io::Result<()> {
+        while st.started.len() < 2 * self.connections {
+            let Some(range) = st.todo.pop_front() else {
+                break;
+            };
+            let task = self.spawn(range.clone())?;
+            st.started.push_back(Piece {
+                range,
+                data: Fetch::Pending(task),
+            });
+        }
+        Ok(())
+    }
+
+    /// Fills `buf` from `pos` (in the object) as far as one piece of bytes goes.
+    fn read_at(&self, pos: u64, buf: &mut [u8]) -> io::Result<usize> {
+        let mut st = self.lock()?;
+        let copy = |start: u64, bytes: &Bytes, buf: &mut [u8]| {
+            let from = (pos - start) as usize;
+            let n = buf.len().min(bytes.len() - from);
+            buf[..n].copy_from_slice(&bytes[from..from + n]);
+            n
+        };
+        let at_hand = |(start, b): &&(u64, Bytes)| *start <= pos && pos < start + b.len() as u64;
+        if let Some((start, bytes)) = st.kept.iter().chain(st.last.iter()).find(at_hand) {
+            return Ok(copy(*start, bytes, buf));
+        }
+        // Pieces the reader has gone past are done with.
+        while st.started.front().is_some_and(|p| p.range.end <= pos) {
+            st.started.pop_front();
+        }
+        while st.started.is_empty() && st.todo.front().is_some_and(|r| r.end <= pos) {
+            st.todo.pop_front();
+        }
+        self.fill(&mut st)?;
+        if let Some(piece) = st.started.front_mut().filter(|p| p.range.start <= pos) {
+            if let Fetch::Pending(task) = &mut piece.data {
+                let range = piece.range.clone();
+                match self.wait(task, &range) {
+                    Ok(bytes) => piece.data = Fetch::Ready(bytes),
+                    Err(e) => {
+                        // A finished task is not waited for twice: the plan is dropped.
+                        st.started.clear();
+                        st.todo.clear();
+                        return Err(e);
+                    }
+                }
+            }
+            if let Fetch::Ready(bytes) = &piece.data {
+                let n = copy(piece.range.start, bytes, buf);
+                return Ok(n);
+            }
+        }
+        let end = self.len.min(pos + MIN_READ.max(buf.len() as u64));
+        let bytes = self.fetch_now(pos..end)?;
+        let n = copy(pos, &bytes, buf);
+        st.last = Some((pos, bytes));
+        Ok(n)
+    }
+}
+
+impl Prefetch for Shared {
+    fn will_read(&self, ranges: &[Range<u64>]) {
+        // Adjacent ranges make one run, and a run is fetched in pieces over the connections.
+        let mut runs: Vec<Range<u64>> = Vec::new();
+        for r in ranges.iter().filter(|r| r.start < r.end) {
+            match runs.last_mut() {
+                Some(run) if run.end == r.start => run.end = r.end,
+                _ => runs.push(r.clone()),
+            }
+        }
+        let mut todo = VecDeque::new();
+        for run in runs {
+            let len = run.end - run.start;
+            let piece = len
+                .div_ceil(self.connections as u64)
+                .clamp(MIN_PIECE, MAX_PIECE);
+            let mut at = run.start;
+            while at < run.end {
+                let end = run.end.min(at + piece);
+                todo.push_back(at..end);
+                at = end;
+            }
+        }
+        if let Ok(mut st) = self.lock() {
+            st.started.clear();
+            st.todo = todo;
+            // Requested now, so that the first bytes are coming while the reader starts.
+            let _ = self.fill(&mut st);
+        }
+    }
+
+    fn read_again(&self, range: Range<u64>) -> io::Result<Vec<u8>> {
+        self.fetch_now(range).map(Vec::from)
+    }
+}
+
+impl Read for RemoteFile {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() || self.pos >= self.shared.len {
+            return Ok(0);
+        }
+        let n = self.shared.read_at(self.pos, buf)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl Seek for RemoteFile {
+    fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
+        let pos = match to {
+            SeekFrom::Start(p) => Some(p),
+            SeekFrom::End(d) => self.shared.len.checked_add_signed(d),
+            SeekFrom::Current(d) => self.pos.checked_add_signed(d),
+        };
+        self.pos = pos.ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
+        Ok(self.pos)
+    }
+}
