@@ -83,7 +83,7 @@ class Nginx:
 
     `limit_rate` (bytes per second per connection) and `limit_conn` (connections per client; one
     more gets 503) are the benchmark's limits. Every request is logged to `access_log` as
-    `METHOD URI STATUS RANGE BYTES_SENT`."""
+    `METHOD URI STATUS RANGE BYTES_SENT`. Anything under /forbidden/ answers 403."""
 
     def __init__(self, root: str | os.PathLike, workdir: str | os.PathLike,
                  limit_rate: int | None = None, limit_conn: int | None = None):
@@ -130,6 +130,7 @@ http {{
         listen 127.0.0.1:{self.port};
         root {self.root};
         {limits}
+        location /forbidden/ {{ return 403; }}
     }}
 }}
 """
