@@ -101,9 +101,12 @@ class Nginx:
 
     def _config(self) -> str:
         d = self.dir
-        limits = ""
+        limits, listen = "", ""
         if self.limit_rate:
             limits += f"limit_rate {self.limit_rate};\n"
+            # A small send buffer: otherwise each response starts with a burst of a few MB
+            # (what the kernel buffers) past the limit, and many short requests beat it.
+            listen = " sndbuf=128k"
         if self.limit_conn:
             limits += f"limit_conn perclient {self.limit_conn};\nlimit_conn_status 503;\n"
         # Workers run as the user who starts nginx (root's workers would otherwise be nobody,
@@ -127,7 +130,7 @@ http {{
     keepalive_requests 100000;
     limit_conn_zone $binary_remote_addr zone=perclient:1m;
     server {{
-        listen 127.0.0.1:{self.port};
+        listen 127.0.0.1:{self.port}{listen};
         root {self.root};
         {limits}
         location /forbidden/ {{ return 403; }}
