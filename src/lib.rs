@@ -167,10 +167,10 @@ pub use container::{Kind, Mode};
 pub use error::{Error, HeaderError, Result, TensorProblem};
 pub use inspect::{inspect, ArchiveInfo, CodecUse, Reference, TransformUse};
 pub use pipeline::decode::{decode, DecodeOptions, DecodeReport};
-#[cfg(feature = "remote")]
-pub use remote_archive::{decode_url, inspect_url};
 pub use pipeline::encode::{encode, encode_file, encode_to_vec, EncodeOptions, EncodeReport};
 pub use pipeline::{memory_needed, memory_needed_with_references, DEFAULT_MEMORY};
+#[cfg(feature = "remote")]
+pub use remote_archive::{decode_url, inspect_url};
 pub use safetensors::{Dtype, TensorInfo};
 pub use stream::{Decoder, Encoder};
 

@@ -266,9 +266,8 @@ impl Counters {
 fn remote_error(url: &str, e: object_store::Error) -> Error {
     let reason = match &e {
         object_store::Error::NotFound { .. } => "not found (404)".to_string(),
-        object_store::Error::PermissionDenied { .. } | object_store::Error::Unauthenticated { .. } => {
-            "access denied (403)".to_string()
-        }
+        object_store::Error::PermissionDenied { .. }
+        | object_store::Error::Unauthenticated { .. } => "access denied (403)".to_string(),
         _ => one_line(&e.to_string()),
     };
     Error::Remote {
@@ -282,9 +281,8 @@ fn io_error(url: &str, e: object_store::Error) -> std::io::Error {
     use std::io::ErrorKind;
     let kind = match &e {
         object_store::Error::NotFound { .. } => ErrorKind::NotFound,
-        object_store::Error::PermissionDenied { .. } | object_store::Error::Unauthenticated { .. } => {
-            ErrorKind::PermissionDenied
-        }
+        object_store::Error::PermissionDenied { .. }
+        | object_store::Error::Unauthenticated { .. } => ErrorKind::PermissionDenied,
         _ => ErrorKind::Other,
     };
     std::io::Error::new(kind, remote_error(url, e))

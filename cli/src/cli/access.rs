@@ -7,10 +7,15 @@ use super::{
 };
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use sc::remote::RemoteFile;
 use sc::{Archive, Kind, StoredBytes};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fs::File;
+
+/// What an archive is read from: a file or a remote location.
+trait Reader: std::io::Read + std::io::Seek + Send {}
+impl<R: std::io::Read + std::io::Seek + Send> Reader for R {}
 use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
@@ -41,17 +46,64 @@ pub(super) struct ExtractArgs {
     pub(super) common: Common,
 }
 
-/// Opens `path` for random access, against `base` if given; it must be a safetensors archive.
-fn open(path: &Path, base: Option<sc::Base>) -> Result<Archive<File>> {
+/// An archive opened for random access: a file, or a remote location.
+enum Opened {
+    File(Archive<File>),
+    Remote(Archive<RemoteFile>),
+}
+
+/// Runs `$body` with `$archive` bound to the archive `$opened` holds, whichever reader it has.
+macro_rules! with_archive {
+    ($opened:expr, $archive:ident => $body:expr) => {
+        match $opened {
+            Opened::File($archive) => $body,
+            Opened::Remote($archive) => $body,
+        }
+    };
+}
+
+/// Opens `path` (or the location it names) for random access, against `base` if given; it
+/// must be a safetensors archive.
+fn open(path: &Path, base: Option<sc::Base>) -> Result<Opened> {
     if is_stdio(path) {
         bail!("reading tensors needs a seekable archive file, not stdin");
     }
-    let f = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let archive = match base {
-        Some(base) => Archive::open_with_base(f, base),
-        None => Archive::open(f),
+    let opened = match super::url_of(path) {
+        Some(url) => {
+            let opts = sc::remote::RemoteOptions::default();
+            match base {
+                Some(base) => Archive::open_url_with_base(url, base, &opts),
+                None => Archive::open_url(url, &opts),
+            }
+            .map(Opened::Remote)?
+        }
+        None => {
+            let f = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+            match base {
+                Some(base) => Archive::open_with_base(f, base),
+                None => Archive::open(f),
+            }
+            .map(Opened::File)
+            .with_context(|| format!("reading {}", path.display()))?
+        }
+    };
+    with_archive!(opened, archive => safetensors_only(path, archive).map(Opened::from))
+}
+
+impl From<Archive<File>> for Opened {
+    fn from(a: Archive<File>) -> Opened {
+        Opened::File(a)
     }
-    .with_context(|| format!("reading {}", path.display()))?;
+}
+
+impl From<Archive<RemoteFile>> for Opened {
+    fn from(a: Archive<RemoteFile>) -> Opened {
+        Opened::Remote(a)
+    }
+}
+
+/// `archive`, if it holds a safetensors file.
+fn safetensors_only<R: Reader>(path: &Path, archive: Archive<R>) -> Result<Archive<R>> {
     if archive.kind() != Kind::Safetensors {
         bail!(
             "{} holds a generic file, not safetensors: it has no tensors (use sc decode)",
@@ -103,7 +155,7 @@ struct TensorDoc<'a> {
 }
 
 /// Writes `archive`'s tensors as one JSON document, each tensor serialized as it is written.
-fn list_json(path: &Path, archive: &Archive<File>, sizes: &StoredBytes) -> Result<()> {
+fn list_json<R: Reader>(path: &Path, archive: &Archive<R>, sizes: &StoredBytes) -> Result<()> {
     let tensors = archive.tensors();
     let doc = ListDoc {
         file: path.to_string_lossy().into_owned(),
@@ -142,7 +194,11 @@ pub(super) fn list(a: &ListArgs) -> Result<()> {
             })
         });
     }
-    let archive = open(&a.input, None)?;
+    with_archive!(open(&a.input, None)?, archive => list_archive(a, archive))
+}
+
+/// `sc list` of the archive `archive` opened from `a.input`.
+fn list_archive<R: Reader>(a: &ListArgs, archive: Archive<R>) -> Result<()> {
     let sizes = archive.stored_bytes();
     if a.json {
         return list_json(&a.input, &archive, &sizes);
@@ -234,7 +290,7 @@ pub(super) fn list(a: &ListArgs) -> Result<()> {
 
 /// What the tensor `name` is coded against, if anything but itself: `base`, or `= NAME` for a
 /// repeat of the tensor NAME.
-fn against(archive: &Archive<File>, name: &str) -> Option<String> {
+fn against<R: Reader>(archive: &Archive<R>, name: &str) -> Option<String> {
     match archive.reference(name)? {
         sc::Reference::Base(_) => Some("base".into()),
         sc::Reference::Repeats(t) => Some(format!("= {t}")),
@@ -293,7 +349,11 @@ pub(super) fn extract(a: &ExtractArgs) -> Result<()> {
 
 fn extract_on_pool(a: &ExtractArgs) -> Result<()> {
     let base = a.base.open(Some(&a.input))?;
-    let mut archive = open(&a.input, base)?;
+    with_archive!(open(&a.input, base)?, archive => extract_from(a, archive))
+}
+
+/// `sc extract` from the archive `archive` opened from `a.input`.
+fn extract_from<R: Reader>(a: &ExtractArgs, mut archive: Archive<R>) -> Result<()> {
     archive
         .set_memory(super::resources::memory(&a.common, || {
             super::resources::archive_needs(&archive)

@@ -32,9 +32,15 @@ pub(super) fn info(a: &InfoArgs) -> Result<()> {
     if super::folder::is_dir(&a.input) {
         return super::catalog::info(&a.input, a.json, a.header);
     }
-    let mut f =
-        File::open(&a.input).with_context(|| format!("cannot open {}", a.input.display()))?;
-    let info = sc::inspect(&mut f).with_context(|| format!("reading {}", a.input.display()))?;
+    let info = match super::url_of(&a.input) {
+        // From the header and index alone: two requests.
+        Some(url) => sc::inspect_url(url, &sc::remote::RemoteOptions::default()).map(|(i, _)| i)?,
+        None => {
+            let mut f = File::open(&a.input)
+                .with_context(|| format!("cannot open {}", a.input.display()))?;
+            sc::inspect(&mut f).with_context(|| format!("reading {}", a.input.display()))?
+        }
+    };
     let metadata = info.header_json().and_then(metadata);
     match a.json {
         true => {

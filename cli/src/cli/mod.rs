@@ -398,6 +398,7 @@ pub fn run_hosted(cli: Cli) -> Result<()> {
 /// Runs `f` on a pool of `-T` worker threads, at most one per core.
 fn with_threads<T: Send>(common: &Common, f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
     let threads = resources::threads(common.threads, common.talk.verbose());
+    process::set_verbose(common.talk.verbose());
     // The pool's error shows its cause and names it as its source: shown once here.
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
@@ -458,10 +459,32 @@ fn regular_len(meta: Option<&Metadata>) -> Option<u64> {
 enum ArchiveInput {
     File(File, Metadata),
     Stream(Box<dyn Read + Send>),
+    /// An `http://`, `https://` or `s3://` location.
+    Remote(String),
+}
+
+/// The remote location `path` names, if it names one.
+pub(crate) fn url_of(path: &Path) -> Option<&str> {
+    path.to_str().filter(|p| sc::remote::is_url(p))
+}
+
+/// What `-v` says of the requests to `url`: how many, the bytes, and the time waiting on the
+/// network against the rest (decoding).
+pub(crate) fn remote_line(url: &str, s: &sc::remote::RemoteStats) -> String {
+    let wait = s.network_wait.as_secs_f64();
+    format!(
+        "{url}: {} requests, {} bytes fetched; {wait:.3} s waiting on the network, {:.3} s decoding",
+        s.requests,
+        s.bytes_fetched,
+        (s.elapsed.as_secs_f64() - wait).max(0.0)
+    )
 }
 
 impl ArchiveInput {
     fn open(path: &Path) -> Result<ArchiveInput> {
+        if let Some(url) = url_of(path) {
+            return Ok(ArchiveInput::Remote(url.to_string()));
+        }
         if is_stdio(path) {
             let (reader, _) = open_input(path)?;
             return Ok(ArchiveInput::Stream(reader));
@@ -474,7 +497,7 @@ impl ArchiveInput {
     fn meta(&self) -> Option<&Metadata> {
         match self {
             ArchiveInput::File(_, meta) => Some(meta),
-            ArchiveInput::Stream(_) => None,
+            ArchiveInput::Stream(_) | ArchiveInput::Remote(_) => None,
         }
     }
 
@@ -502,6 +525,15 @@ impl ArchiveInput {
         match self {
             ArchiveInput::File(f, _) => sc::decode_file(&f, out, &opts),
             ArchiveInput::Stream(r) => sc::decode(r, out, &opts),
+            ArchiveInput::Remote(url) => {
+                let remote = sc::remote::RemoteOptions::default();
+                sc::decode_url(&url, out, &opts, &remote).map(|(report, stats)| {
+                    if process::verbose() {
+                        note(format_args!("{}", remote_line(&url, &stats)));
+                    }
+                    report
+                })
+            }
         }
         .map_err(base::hint)
     }
@@ -787,17 +819,27 @@ fn encode_one(
 
 fn decode(a: &DecodeArgs) -> Result<()> {
     let input = match a.inputs.as_slice() {
+        [one] if url_of(one).is_some_and(|u| u.ends_with('/')) => {
+            return decode_prefix(a, url_of(one).unwrap_or_default())
+        }
         [one] if !folder::is_dir(one) => one,
         _ => return folder::decode(a, a.base.open(None)?.as_ref()),
     };
     let base = a.base.open(Some(input))?;
-    let dest = destination(input, &a.out, |p| match folder::original_name(p) {
-        Some(o) => Ok(o),
-        None => bail!(
-            "cannot name the output of {} (no .sc suffix): use -o",
-            p.display()
-        ),
-    })?;
+    // A remote archive's output is named after its last part, here.
+    let named = url_of(input).map(|u| PathBuf::from(u.rsplit('/').next().unwrap_or(u)));
+    let dest =
+        destination(
+            named.as_deref().unwrap_or(input),
+            &a.out,
+            |p| match folder::original_name(p) {
+                Some(o) => Ok(o),
+                None => bail!(
+                    "cannot name the output of {} (no .sc suffix): use -o",
+                    p.display()
+                ),
+            },
+        )?;
     let talk = a.common.talk;
     let archive = talk.verbose().then(|| inspect_file(input)).flatten();
     let bar = progress_bar(input_len(input), talk.quiet);
@@ -813,6 +855,59 @@ fn decode(a: &DecodeArgs) -> Result<()> {
         match talk.verbose() {
             true => note(format_args!("{}", details(line, archive, start))),
             false => note(format_args!("{line}")),
+        }
+    }
+    Ok(())
+}
+
+/// `sc decode PREFIX/ -o DIR`: every archive under the remote prefix (a sharded checkpoint
+/// made by `sc encode DIR`) decoded into `DIR`, at the same relative paths.
+fn decode_prefix(a: &DecodeArgs, prefix: &str) -> Result<()> {
+    let Some(dir) = a.out.output.as_deref().filter(|o| !is_stdio(o)) else {
+        bail!("decoding the remote folder {prefix} needs -o DIR");
+    };
+    let listed = sc::remote::list(prefix, &sc::remote::RemoteOptions::default())?;
+    let archives: Vec<String> = (listed.into_iter())
+        .map(|(url, _)| url)
+        .filter(|url| url.ends_with(".sc"))
+        .collect();
+    if archives.is_empty() {
+        bail!("{prefix}: no .sc archive under it");
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let base = a.base.open(None)?;
+    let memory = memory(&a.common, || 0);
+    for url in &archives {
+        let rel = url.strip_prefix(prefix).unwrap_or(url);
+        let rel = Path::new(rel.strip_suffix(".sc").unwrap_or(rel));
+        if !rel
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
+        {
+            bail!(
+                "{url}: its name does not make a path inside {}",
+                dir.display()
+            );
+        }
+        let dest = dir.join(rel);
+        if let Some(parent) = dest.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        let start = Instant::now();
+        let report = decode_one(
+            Path::new(url),
+            Some(&dest),
+            a,
+            memory,
+            base.as_ref(),
+            &|_| {},
+        )?;
+        if !a.common.talk.quiet {
+            note(format_args!(
+                "{}",
+                decoded_line(Path::new(url), &report, start)
+            ));
         }
     }
     Ok(())

@@ -44,6 +44,8 @@ pub struct Settings<'a> {
 pub enum Output {
     /// Standard output.
     Stdout(BufWriter<io::Stdout>),
+    /// An `s3://` location, written as a multipart upload: visible only once committed.
+    Remote(Box<sc::remote::Upload>),
     /// A file.
     File {
         /// The file, written in place or through a temporary file.
@@ -71,6 +73,14 @@ impl Output {
                 io::stdout(),
             )));
         };
+        if let Some(url) = dest.to_str().filter(|d| sc::remote::is_url(d)) {
+            let opts = sc::remote::RemoteOptions::default();
+            if !s.force && sc::remote::Upload::exists(url, &opts)? {
+                bail!("{url} already exists (use -f to overwrite)");
+            }
+            let upload = sc::remote::Upload::create(url, &opts)?;
+            return Ok(Output::Remote(Box::new(upload)));
+        }
         let out = OutputFile::create(dest, s.force).map_err(|e| refused(dest, e))?;
         if out.in_place() && s.binary && !s.force && out.file().is_terminal() {
             bail!("refusing to write binary data to a terminal (use -f to force)");
@@ -100,6 +110,7 @@ impl Output {
     pub fn commit(self) -> Result<Option<FileId>> {
         let (out, like, durable) = match self {
             Output::Stdout(mut w) => return w.flush().context("writing to stdout").map(|_| None),
+            Output::Remote(upload) => return upload.finish().map(|_| None).map_err(Into::into),
             Output::File { out, like, durable } => (out, like, durable),
         };
         // Write errors name the destination already.
@@ -127,6 +138,7 @@ impl Output {
     fn writer(&mut self) -> &mut dyn Write {
         match self {
             Output::Stdout(w) => w,
+            Output::Remote(upload) => upload.as_mut(),
             Output::File { out, .. } => out,
         }
     }

@@ -14,6 +14,19 @@ const FATAL: [(libc::c_int, &str); 3] = [
 ];
 
 /// Write end of the pipe the signal handler reports signals on.
+/// Whether `-v` was given: what the remote readers' notes ask.
+static VERBOSE: AtomicBool = AtomicBool::new(false);
+
+/// Records whether `-v` was given.
+pub fn set_verbose(verbose: bool) {
+    VERBOSE.store(verbose, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether `-v` was given.
+pub fn verbose() -> bool {
+    VERBOSE.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 static SIGNAL_PIPE: AtomicI32 = AtomicI32::new(-1);
 
 /// Standard input, output and error, closed when `sc` started.

@@ -1,7 +1,6 @@
 //! What a run may use: worker threads (at most one per core) and memory for blocks in flight.
 
 use super::{folder, is_stdio, note, Common, EncodeArgs};
-use std::fs::File;
 use std::path::Path;
 
 /// Parses a size: bytes, or with a K, M or G suffix (binary: `256M` is 256 MiB).
@@ -46,7 +45,7 @@ pub fn memory(common: &Common, needed: impl FnOnce() -> u64) -> u64 {
 }
 
 /// What one block in flight of `archive` needs.
-pub fn archive_needs(archive: &sc::Archive<File>) -> u64 {
+pub fn archive_needs<R: std::io::Read + std::io::Seek + Send>(archive: &sc::Archive<R>) -> u64 {
     match archive.has_references() {
         true => sc::memory_needed_with_references(archive.block_size()),
         false => sc::memory_needed(archive.block_size()),

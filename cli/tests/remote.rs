@@ -1,0 +1,129 @@
+//! The command line on remote archives, against real servers on 127.0.0.1 (`tests/servers`):
+//! `sc info|list|extract|decode|verify URL` through nginx, `sc encode -o s3://...` and
+//! `sc decode s3://bucket/prefix/ -o DIR` through SeaweedFS.
+
+mod common;
+#[path = "../../tests/servers/mod.rs"]
+mod servers;
+
+use common::{fails, ok, safetensors, tensor_ranges, Rng};
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn checkpoint(seed: u64, n: usize) -> Vec<u8> {
+    let mut rng = Rng(seed);
+    let tensors: Vec<(String, Vec<u8>)> = (0..4)
+        .map(|k| (format!("layer{k}.weight"), rng.bytes(n << 10)))
+        .collect();
+    let tensors: Vec<(&str, &str, Vec<u64>, Vec<u8>)> = tensors
+        .iter()
+        .map(|(name, b)| (name.as_str(), "U8", vec![b.len() as u64], b.clone()))
+        .collect();
+    safetensors(&tensors, 0, "{}")
+}
+
+/// Runs `sc args...` in `dir` with `env` set.
+fn sc_env(dir: &Path, args: &[&str], env: &[(&str, String)]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_sc"))
+        .args(args)
+        .current_dir(dir)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .output()
+        .expect("run sc");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+    out
+}
+
+#[test]
+fn commands_read_an_archive_over_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let original = checkpoint(3, 1500);
+    std::fs::write(d.join("m.safetensors"), &original).unwrap();
+    ok(common::sc(d, &["encode", "--rm", "m.safetensors"], None));
+    let root = tempfile::tempdir().unwrap();
+    std::fs::rename(
+        d.join("m.safetensors.sc"),
+        root.path().join("m.safetensors.sc"),
+    )
+    .unwrap();
+    let Some(nginx) = servers::nginx(root.path(), "") else {
+        return;
+    };
+    let url = nginx.url("m.safetensors.sc");
+
+    let info = ok(common::sc(d, &["info", &url], None));
+    assert!(String::from_utf8_lossy(&info.stdout).contains("layer2.weight"));
+    assert!(nginx.requests().len() <= 2, "{:?}", nginx.requests());
+    let list = ok(common::sc(d, &["list", &url], None));
+    assert!(String::from_utf8_lossy(&list.stdout).contains("layer3.weight"));
+
+    ok(common::sc(
+        d,
+        &[
+            "extract",
+            &url,
+            "-t",
+            "layer1.weight",
+            "--raw",
+            "-o",
+            "t.bin",
+        ],
+        None,
+    ));
+    let (_, range) = tensor_ranges(&original).remove(1);
+    assert!(std::fs::read(d.join("t.bin")).unwrap() == original[range]);
+
+    let decoded = ok(common::sc(d, &["decode", "-v", &url], None));
+    assert!(std::fs::read(d.join("m.safetensors")).is_ok_and(|b| b == original));
+    let said = String::from_utf8_lossy(&decoded.stderr);
+    assert!(
+        said.contains("requests") && said.contains("waiting on the network"),
+        "{said}"
+    );
+    // Nothing overwritten without -f.
+    fails(common::sc(d, &["decode", &url], None), "already exists");
+    ok(common::sc(d, &["verify", &url], None));
+
+    let missing = nginx.url("nothing.sc");
+    fails(
+        common::sc(d, &["decode", &missing, "-o", "x"], None),
+        "not found (404)",
+    );
+    assert!(!d.join("x").exists());
+}
+
+#[test]
+fn a_sharded_checkpoint_goes_to_s3_and_back() {
+    let Some(s3) = servers::weed() else {
+        return;
+    };
+    let env = s3.env();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir(d.join("model")).unwrap();
+    let shards = [
+        ("model-00001-of-00002.safetensors", checkpoint(1, 700)),
+        ("model-00002-of-00002.safetensors", checkpoint(2, 900)),
+    ];
+    for (name, bytes) in &shards {
+        std::fs::write(d.join("model").join(name), bytes).unwrap();
+        let dest = format!("s3://{}/ckpt/model/{name}.sc", servers::BUCKET);
+        let src = format!("model/{name}");
+        ok(sc_env(d, &["encode", &src, "-o", &dest], &env));
+        // Nothing overwritten without -f.
+        fails(
+            sc_env(d, &["encode", &src, "-o", &dest], &env),
+            "already exists",
+        );
+    }
+    let prefix = format!("s3://{}/ckpt/model/", servers::BUCKET);
+    ok(sc_env(d, &["decode", &prefix, "-o", "back"], &env));
+    for (name, bytes) in &shards {
+        assert!(
+            std::fs::read(d.join("back").join(name)).unwrap() == *bytes,
+            "{name}"
+        );
+    }
+    drop(s3);
+}

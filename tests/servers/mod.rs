@@ -1,0 +1,357 @@
+//! Real servers on 127.0.0.1 for the tests of remote archives, started and stopped by the
+//! tests: nginx serving a folder (with an access log to count requests), SeaweedFS's S3
+//! gateway (`weed mini`) with a bucket, and a proxy of our own in front of a server that
+//! answers 500, flips a byte or drops the connection where it is told to.
+//!
+//! Where a server's program is missing the test prints a note and passes, unless
+//! `SC_REQUIRE_SERVERS=1` (CI), where it fails. `SC_NGINX` and `SC_WEED` name the programs;
+//! otherwise nginx is looked for in /usr/sbin and on PATH, weed on PATH and in the Python test
+//! venvs (`~/.cache/sc-ci/venv-*/bin`).
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// The S3 credentials the tests' SeaweedFS accepts.
+pub const ACCESS_KEY: &str = "sc-test";
+pub const SECRET_KEY: &str = "sc-test-secret";
+pub const BUCKET: &str = "sc-test";
+
+/// Finds a server's program: `$var`, else the first of `places` that exists, else `name` on
+/// PATH. `None` (with a note) when absent and not required.
+fn program(var: &str, name: &str, places: &[PathBuf]) -> Option<PathBuf> {
+    let found = std::env::var_os(var)
+        .map(PathBuf::from)
+        .or_else(|| places.iter().find(|p| p.is_file()).cloned())
+        .or_else(|| {
+            std::env::var_os("PATH").and_then(|path| {
+                std::env::split_paths(&path)
+                    .map(|d| d.join(name))
+                    .find(|p| p.is_file())
+            })
+        });
+    if found.is_none() {
+        let required = std::env::var("SC_REQUIRE_SERVERS").is_ok_and(|v| v == "1");
+        assert!(
+            !required,
+            "{name} not found and SC_REQUIRE_SERVERS=1 (set {var})"
+        );
+        eprintln!("note: {name} not found (set {var}): test skipped");
+    }
+    found
+}
+
+/// A free port on 127.0.0.1 (free when asked: the server binds it right after).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// Waits until something listens on `port`.
+fn wait_for(port: u16, child: &mut Child, what: &str) {
+    let start = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("{what} exited at start: {status}");
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "{what} did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A server process, killed when dropped.
+pub struct Server {
+    child: Child,
+    pub port: u16,
+    /// Its files: configuration, logs, data.
+    pub dir: tempfile::TempDir,
+    program: PathBuf,
+    args: Vec<String>,
+}
+
+impl Server {
+    fn start(program: PathBuf, args: Vec<String>, port: u16, dir: tempfile::TempDir) -> Server {
+        let mut child = Command::new(&program)
+            .args(&args)
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.path().join("stderr.log")).unwrap())
+            .spawn()
+            .expect("start the server");
+        wait_for(port, &mut child, &program.display().to_string());
+        Server {
+            child,
+            port,
+            dir,
+            program,
+            args,
+        }
+    }
+
+    /// Kills the server (mid-transfer, if one is going).
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Starts it again, on the same port with the same files.
+    pub fn restart(&mut self) {
+        self.kill();
+        let mut child = Command::new(&self.program)
+            .args(&self.args)
+            .current_dir(self.dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("restart the server");
+        wait_for(self.port, &mut child, "the restarted server");
+        self.child = child;
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}/{path}", self.port)
+    }
+
+    /// nginx's access log: one line per request, `METHOD URI RANGE STATUS BYTES`.
+    pub fn requests(&self) -> Vec<String> {
+        std::fs::read_to_string(self.dir.path().join("access.log"))
+            .unwrap_or_default()
+            .lines()
+            .map(String::from)
+            .collect()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// nginx serving the folder `root` on a free port, with `extra` added to its `server` block.
+pub fn nginx(root: &Path, extra: &str) -> Option<Server> {
+    let program = program("SC_NGINX", "nginx", &["/usr/sbin/nginx".into()])?;
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let d = dir.path().display();
+    let conf = format!(
+        "daemon off;\nmaster_process off;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
+         events {{ worker_connections 256; }}\n\
+         http {{\n  log_format plain '$request_method $uri $http_range $status $body_bytes_sent';\n\
+           access_log {d}/access.log plain;\n  client_body_temp_path {d}/body;\n\
+           proxy_temp_path {d}/proxy;\n  fastcgi_temp_path {d}/fastcgi;\n\
+           uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
+           server {{\n    listen 127.0.0.1:{port};\n    root {};\n    {extra}\n  }}\n}}\n",
+        root.display()
+    );
+    std::fs::write(dir.path().join("nginx.conf"), conf).unwrap();
+    let conf = dir.path().join("nginx.conf").display().to_string();
+    let args = vec!["-p".into(), d.to_string(), "-c".into(), conf];
+    Some(Server::start(program, args, port, dir))
+}
+
+/// One SeaweedFS at a time: the library reads the S3 endpoint from the environment, which the
+/// tests of one process share.
+static S3_LOCK: Mutex<()> = Mutex::new(());
+
+/// SeaweedFS's S3 gateway on free ports, with the bucket [`BUCKET`] and the credentials above,
+/// and the process environment pointing the library at it (`AWS_*`) while the guard lives.
+pub struct S3 {
+    pub server: Server,
+    _env: MutexGuard<'static, ()>,
+}
+
+impl S3 {
+    /// The environment a child process needs to reach this store.
+    pub fn env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("AWS_ACCESS_KEY_ID", ACCESS_KEY.into()),
+            ("AWS_SECRET_ACCESS_KEY", SECRET_KEY.into()),
+            ("AWS_REGION", "us-east-1".into()),
+            (
+                "AWS_ENDPOINT_URL",
+                format!("http://127.0.0.1:{}", self.server.port),
+            ),
+            ("AWS_ALLOW_HTTP", "true".into()),
+        ]
+    }
+}
+
+pub fn weed() -> Option<S3> {
+    let venvs: Vec<PathBuf> = std::env::var_os("HOME")
+        .map(|h| PathBuf::from(h).join(".cache/sc-ci"))
+        .and_then(|d| std::fs::read_dir(d).ok())
+        .map(|rd| rd.flatten().map(|e| e.path().join("bin/weed")).collect())
+        .unwrap_or_default();
+    let program = program("SC_WEED", "weed", &venvs)?;
+    let guard = S3_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let config = serde_json::json!({
+        "identities": [{
+            "name": "sc-test",
+            "credentials": [{"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
+            "actions": ["Admin", "Read", "Write", "List", "Tagging"]
+        }]
+    });
+    std::fs::write(dir.path().join("s3.json"), config.to_string()).unwrap();
+    let port = free_port();
+    let mut args = vec![
+        format!("-dir={}", dir.path().join("data").display()),
+        "-ip=127.0.0.1".into(),
+        "-ip.bind=127.0.0.1".into(),
+        format!("-s3.port={port}"),
+        format!("-s3.config={}", dir.path().join("s3.json").display()),
+        "-admin.ui=false".into(),
+        "-webdav=false".into(),
+        format!("-bucket={BUCKET}"),
+    ];
+    for flag in [
+        "master.port",
+        "master.port.grpc",
+        "volume.port",
+        "volume.port.grpc",
+        "filer.port",
+        "filer.port.grpc",
+        "s3.port.grpc",
+        "s3.port.iceberg",
+        "admin.port",
+        "admin.port.grpc",
+        "metricsPort",
+        "s3.metricsPort",
+    ] {
+        args.push(format!("-{flag}={}", free_port()));
+    }
+    std::fs::create_dir(dir.path().join("data")).unwrap();
+    args.insert(0, "mini".into());
+    let server = Server::start(program, args, port, dir);
+    let s3 = S3 {
+        server,
+        _env: guard,
+    };
+    for (k, v) in s3.env() {
+        std::env::set_var(k, v);
+    }
+    // The gateway listens before its bucket and volumes are ready: an upload tells.
+    let start = Instant::now();
+    loop {
+        let probe = sc::remote::Upload::create(
+            &format!("s3://{BUCKET}/probe"),
+            &sc::remote::RemoteOptions::default(),
+        )
+        .and_then(|mut u| {
+            u.write_all(b"probe")?;
+            u.finish()
+        });
+        match probe {
+            Ok(_) => break,
+            Err(e) if start.elapsed() > Duration::from_secs(60) => panic!("weed not ready: {e}"),
+            Err(_) => std::thread::sleep(Duration::from_millis(200)),
+        }
+    }
+    Some(s3)
+}
+
+/// What the proxy does to the requests it passes on, counted from 0 in arrival order.
+#[derive(Default)]
+pub struct Faults {
+    /// Requests answered 500 without asking the server.
+    pub fail: Vec<usize>,
+    /// Requests whose answer has a byte of its body flipped.
+    pub flip: Vec<usize>,
+    /// Requests whose answer is cut after half its body.
+    pub cut: Vec<usize>,
+    /// Every request from this one on has a byte flipped.
+    pub flip_from: Option<usize>,
+}
+
+/// A proxy on a free port in front of `upstream`'s port, applying `faults`; runs until the
+/// test ends. Each answer closes its connection.
+pub struct Proxy {
+    pub port: u16,
+    pub seen: Arc<AtomicUsize>,
+}
+
+impl Proxy {
+    pub fn start(upstream: u16, faults: Faults) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen = Arc::new(AtomicUsize::new(0));
+        let (counter, faults) = (seen.clone(), Arc::new(faults));
+        std::thread::spawn(move || {
+            for conn in listener.incoming().flatten() {
+                let (counter, faults) = (counter.clone(), faults.clone());
+                std::thread::spawn(move || {
+                    let _ = serve(conn, upstream, &counter, &faults);
+                });
+            }
+        });
+        Proxy { port, seen }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}/{path}", self.port)
+    }
+}
+
+/// Reads an HTTP head (up to the blank line) from `s`.
+fn read_head(s: &mut TcpStream) -> std::io::Result<Vec<u8>> {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        if s.read(&mut byte)? == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        head.push(byte[0]);
+    }
+    Ok(head)
+}
+
+/// Passes one request (a GET, without a body) on to `upstream` and its answer back, faults
+/// applied.
+fn serve(
+    mut client: TcpStream,
+    upstream: u16,
+    counter: &AtomicUsize,
+    faults: &Faults,
+) -> std::io::Result<()> {
+    let head = read_head(&mut client)?;
+    let n = counter.fetch_add(1, Ordering::SeqCst);
+    if faults.fail.contains(&n) {
+        return client.write_all(
+            b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        );
+    }
+    let text = String::from_utf8_lossy(&head).replace("\r\n\r\n", "\r\nConnection: close\r\n\r\n");
+    let mut server = TcpStream::connect(("127.0.0.1", upstream))?;
+    server.write_all(text.replace("Connection: keep-alive\r\n", "").as_bytes())?;
+    let answer = read_head(&mut server)?;
+    let mut body = Vec::new();
+    server.read_to_end(&mut body)?;
+    let answer =
+        String::from_utf8_lossy(&answer).replace("Connection: keep-alive", "Connection: close");
+    if faults.flip.contains(&n) || faults.flip_from.is_some_and(|f| n >= f) {
+        let middle = body.len() / 2;
+        if let Some(b) = body.get_mut(middle) {
+            *b ^= 0x5A;
+        }
+    }
+    if faults.cut.contains(&n) {
+        client.write_all(answer.as_bytes())?;
+        client.write_all(&body[..body.len() / 2])?;
+        return client.shutdown(std::net::Shutdown::Both);
+    }
+    client.write_all(answer.as_bytes())?;
+    client.write_all(&body)
+}
