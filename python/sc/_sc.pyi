@@ -94,12 +94,8 @@ def stats(reset: bool = False) -> dict[str, Any]:
     """The process's totals of remote reads and writes: requests, bytes_fetched,
     network_wait_s, decode_s; zeroed afterwards with `reset`."""
 
-def remote_options(
-    connections: int | None = None,
-    retries: int | None = None,
-    retry_timeout: float | None = None,
-    timeout: float | None = None,
-) -> dict[str, Any]:
+def remote_options(connections: int | None = None, retries: int | None = None,
+                   retry_timeout: float | None = None, timeout: float | None = None) -> dict[str, Any]:
     """Sets the given options of later remote reads and writes; returns them all."""
 
 def is_url(s: str) -> bool:

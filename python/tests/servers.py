@@ -181,7 +181,11 @@ class Weed:
         self.dir = Path(workdir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.proc: subprocess.Popen | None = None
-        self.s3_port = 0
+        self.ports: list[int] = []
+
+    @property
+    def s3_port(self) -> int:
+        return self.ports[0]
 
     @property
     def endpoint(self) -> str:
@@ -198,8 +202,9 @@ class Weed:
         }
 
     def start(self) -> "Weed":
-        p = free_ports(12)
-        self.s3_port = p[0]
+        """Starts weed (again on the same ports and data after `kill`)."""
+        self.ports = self.ports or free_ports(12)
+        p = self.ports
         args = [
             weed_path() or "weed", "mini", f"-dir={self.dir}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
             f"-s3.port={p[0]}", f"-s3.port.grpc={p[1]}", f"-master.port={p[2]}",
