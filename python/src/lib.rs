@@ -414,7 +414,7 @@ impl Reader {
         let d = PyDict::new(py);
         if remote {
             let cost = *self.cost.lock().unwrap_or_else(|e| e.into_inner());
-            cost.to_dict(&d)?;
+            cost.set_items(&d)?;
         }
         d.set_item("blocks_decoded", s.blocks_decoded)?;
         d.set_item("bytes_decoded", s.bytes_decoded)?;

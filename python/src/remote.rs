@@ -44,8 +44,8 @@ impl Cost {
         self.decode += other.decode;
     }
 
-    /// The cost as a dict of `requests`, `bytes_fetched`, `network_wait_s` and `decode_s`.
-    pub fn to_dict<'py>(&self, d: &Bound<'py, PyDict>) -> PyResult<()> {
+    /// Sets `requests`, `bytes_fetched`, `network_wait_s` and `decode_s` in `d`.
+    pub fn set_items<'py>(self, d: &Bound<'py, PyDict>) -> PyResult<()> {
         d.set_item("requests", self.requests)?;
         d.set_item("bytes_fetched", self.bytes_fetched)?;
         d.set_item("network_wait_s", self.network_wait.as_secs_f64())?;
@@ -153,7 +153,7 @@ pub fn stats(py: Python<'_>, reset: bool) -> PyResult<Bound<'_, PyDict>> {
         c
     };
     let d = PyDict::new(py);
-    c.to_dict(&d)?;
+    c.set_items(&d)?;
     Ok(d)
 }
 
