@@ -686,6 +686,14 @@ impl<R: Read + Seek + Send> Archive<R> {
             p.will_read(&planned);
         }
         let prefetch = prefetch.as_deref();
+        // Block `n` read once more, for a block whose bytes failed their checks: spoilt on
+        // the way, they arrive whole this time; spoilt in the archive, they fail again.
+        let again = |n: usize| -> Result<Block<'static>> {
+            let e = index[n];
+            let p = prefetch.ok_or_else(|| Error::Io(io::ErrorKind::Unsupported.into()))?;
+            let bytes = p.read_again(e.offset..e.offset + e.stored_len as u64)?;
+            parse_block(&mut &bytes[..], block_size, index, n, &pools.coded)
+        };
         let sources = Sources {
             spans,
             base: base.as_ref(),
@@ -698,9 +706,7 @@ impl<R: Read + Seek + Send> Archive<R> {
                     return Ok(None);
                 };
                 let block = match read_block(input, block_size, index, want.n, &pools.coded) {
-                    Err(Error::CorruptBlock { .. }) if prefetch.is_some() => {
-                        read_again(prefetch, block_size, index, want.n, &pools.coded)?
-                    }
+                    Err(Error::CorruptBlock { .. }) if prefetch.is_some() => again(want.n)?,
                     read => read?,
                 };
                 stats.block_bytes_read += block.record.stored_len();
@@ -711,8 +717,7 @@ impl<R: Read + Seek + Send> Archive<R> {
                 let decoded = match decode_want(block, &mut want, pools, sources) {
                     // Bytes spoilt on the way are fetched once more.
                     Err(Error::CorruptBlock { .. }) if prefetch.is_some() => {
-                        let block = read_again(prefetch, block_size, index, n, &pools.coded)?;
-                        decode_want(block, &mut want, pools, sources)?
+                        decode_want(again(n)?, &mut want, pools, sources)?
                     }
                     decoded => decoded?,
                 };
@@ -757,25 +762,6 @@ fn decode_want(
         [(0, dest)] if dest.len() == len => decode_into(block, dest, pools, sources).map(|_| None),
         _ => decode_one(block, pools, sources).map(|(_, out)| Some(out)),
     }
-}
-
-/// Block `n` read once more from the source `prefetch` fetches from, for a block whose bytes
-/// failed their checks: spoilt on the way, they arrive whole this time, and spoilt in the
-/// archive, they fail again.
-fn read_again(
-    prefetch: Option<&dyn Prefetch>,
-    block_size: u32,
-    index: &[IndexEntry],
-    n: usize,
-    buffers: &Pool<Vec<u8>>,
-) -> Result<Block<'static>> {
-    let e = index[n];
-    let range = e.offset..e.offset + e.stored_len as u64;
-    let bytes = match prefetch {
-        Some(p) => p.read_again(range)?,
-        None => return Err(Error::Io(io::ErrorKind::Unsupported.into())),
-    };
-    parse_block(&mut &bytes[..], block_size, index, n, buffers)
 }
 
 /// Sends the bytes of the decoded `block` (at offset `at` of the original file) that lie in

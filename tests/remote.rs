@@ -54,6 +54,18 @@ fn quick() -> RemoteOptions {
     o
 }
 
+/// A checkpoint of `mib` MiB, its FAST archive, and nginx serving that as `m.sc` (`extra` in
+/// its server block).
+fn served(
+    mib: usize,
+    extra: &str,
+) -> Option<(Vec<u8>, Vec<u8>, servers::Server, tempfile::TempDir)> {
+    let original = checkpoint(mib);
+    let archive = fast(&original);
+    let (nginx, root) = serve(&[("m.sc", &archive)], extra)?;
+    Some((original, archive, nginx, root))
+}
+
 /// Serves `files` from a temporary folder through nginx (`extra` in its server block).
 fn serve(files: &[(&str, &[u8])], extra: &str) -> Option<(servers::Server, tempfile::TempDir)> {
     let root = tempfile::tempdir().unwrap();
@@ -65,9 +77,7 @@ fn serve(files: &[(&str, &[u8])], extra: &str) -> Option<(servers::Server, tempf
 
 #[test]
 fn http_round_trip_and_one_tensor_fetches_its_blocks_only() {
-    let original = checkpoint(24);
-    let archive = fast(&original);
-    let Some((nginx, _root)) = serve(&[("m.sc", &archive)], "") else {
+    let Some((original, archive, nginx, _root)) = served(24, "") else {
         return;
     };
     let url = nginx.url("m.sc");
@@ -162,9 +172,7 @@ fn fetch(url: &str) -> Result<Vec<u8>, String> {
 
 #[test]
 fn server_errors_and_dropped_connections_are_retried() {
-    let original = checkpoint(6);
-    let archive = fast(&original);
-    let Some((nginx, _root)) = serve(&[("m.sc", &archive)], "") else {
+    let Some((original, archive, nginx, _root)) = served(6, "") else {
         return;
     };
     // 500 for the first three tries of the first request, and for one piece later; a piece
@@ -188,9 +196,7 @@ fn server_errors_and_dropped_connections_are_retried() {
 
 #[test]
 fn a_block_spoilt_on_the_way_is_fetched_again_and_one_spoilt_twice_fails() {
-    let original = checkpoint(6);
-    let archive = fast(&original);
-    let Some((nginx, _root)) = serve(&[("m.sc", &archive)], "") else {
+    let Some((original, _, nginx, _root)) = served(6, "") else {
         return;
     };
     // Requests 0 and 1 are the index and the header; 2 on are blocks.
@@ -218,10 +224,8 @@ fn a_block_spoilt_on_the_way_is_fetched_again_and_one_spoilt_twice_fails() {
 
 #[test]
 fn a_server_killed_mid_download_is_waited_for_or_fails_with_one_line() {
-    let original = checkpoint(16);
-    let archive = fast(&original);
     // Slow enough to be killed mid-transfer.
-    let Some((mut nginx, _root)) = serve(&[("m.sc", &archive)], "limit_rate 4m;") else {
+    let Some((original, _, mut nginx, _root)) = served(16, "limit_rate 4m;") else {
         return;
     };
     let url = nginx.url("m.sc");

@@ -125,5 +125,34 @@ fn a_sharded_checkpoint_goes_to_s3_and_back() {
             "{name}"
         );
     }
+
+    // A folder encoded straight to a prefix, its other files copied there; decoded back
+    // whole, and listed.
+    std::fs::write(d.join("model/config.json"), b"{\"layers\": 4}").unwrap();
+    let to = format!("s3://{}/folder/", servers::BUCKET);
+    ok(sc_env(d, &["encode", "model", "-o", &to], &env));
+    let from = to.clone();
+    ok(sc_env(d, &["decode", &from, "-o", "again"], &env));
+    for name in [
+        "model-00001-of-00002.safetensors",
+        "model-00002-of-00002.safetensors",
+        "config.json",
+    ] {
+        let want = std::fs::read(d.join("model").join(name)).unwrap();
+        assert!(
+            std::fs::read(d.join("again").join(name)).unwrap() == want,
+            "{name}"
+        );
+    }
+    let listed = ok(sc_env(d, &["list", &from], &env));
+    let text = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        text.contains("model-00002-of-00002.safetensors.sc:") && text.contains("layer3.weight"),
+        "{text}"
+    );
+    assert!(
+        !d.join("s3:").exists(),
+        "a local folder named after the URL"
+    );
     drop(s3);
 }

@@ -33,7 +33,7 @@ const MAX_PIECE: u64 = 8 << 20;
 /// ([`Archive::open_url`](crate::Archive::open_url)).
 ///
 /// Opening it makes two requests, for its end and its start; every read after that is served
-/// from bytes fetched ahead when the reader said what it would read ([`Prefetch`]), or from one
+/// from bytes fetched ahead when the reader said what it would read, or from one
 /// request of its own. Up to [`RemoteOptions::connections`] requests are in flight at once, and
 /// twice as many pieces (of at most 8 MiB) are held ahead of the reader.
 pub struct RemoteFile {
@@ -186,6 +186,13 @@ impl RemoteFile {
             shared: Arc::new(shared),
             pos: 0,
         }
+    }
+
+    /// Tells the reader that `ranges` will be read next, in this order: they are fetched
+    /// ahead, over the connections, adjacent ones together. [`Archive`](crate::Archive) says
+    /// it for every read; a plain copy of the object says `[0..len]`.
+    pub fn will_read(&self, ranges: &[Range<u64>]) {
+        self.shared.will_read(ranges);
     }
 
     /// What plans this reader's fetching ahead.

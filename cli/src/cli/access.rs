@@ -186,6 +186,9 @@ fn list_json<R: Reader>(path: &Path, archive: &Archive<R>, sizes: &StoredBytes) 
 }
 
 pub(super) fn list(a: &ListArgs) -> Result<()> {
+    if let Some(prefix) = super::url_of(&a.input).filter(|u| u.ends_with('/')) {
+        return list_prefix(prefix, a.json);
+    }
     if super::folder::is_dir(&a.input) {
         return super::catalog::list(&a.input, a.json, |p| {
             list(&ListArgs {
@@ -195,6 +198,30 @@ pub(super) fn list(a: &ListArgs) -> Result<()> {
         });
     }
     with_archive!(open(&a.input, None)?, archive => list_archive(a, archive))
+}
+
+/// `sc list s3://bucket/prefix/`: each archive under the prefix, named, and its table.
+fn list_prefix(prefix: &str, json: bool) -> Result<()> {
+    if json {
+        bail!("{prefix} is a prefix: --json describes one archive (without --json, one table per archive)");
+    }
+    let listed = sc::remote::list(prefix, &sc::remote::RemoteOptions::default())?;
+    let archives: Vec<PathBuf> = (listed.into_iter())
+        .filter(|(url, _)| url.ends_with(".sc"))
+        .map(|(url, _)| PathBuf::from(url))
+        .collect();
+    if archives.is_empty() {
+        bail!("{prefix}: no .sc archive under it");
+    }
+    for (k, url) in archives.iter().enumerate() {
+        let gap = if k == 0 { "" } else { "\n" };
+        super::print_stdout(&format!("{gap}{}:\n", url.display()))?;
+        list(&ListArgs {
+            input: url.clone(),
+            json: false,
+        })?;
+    }
+    Ok(())
 }
 
 /// `sc list` of the archive `archive` opened from `a.input`.

@@ -360,7 +360,12 @@ fn run(
         if let Work::Fail(why) = &job.work {
             bail!("{why}");
         }
-        if let Some(dir) = job.dest.parent() {
+        // A remote prefix has no folders to make.
+        if let Some(dir) = job
+            .dest
+            .parent()
+            .filter(|_| super::url_of(&job.dest).is_none())
+        {
             fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         }
         let last = AtomicU64::new(0);

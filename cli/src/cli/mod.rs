@@ -867,19 +867,17 @@ fn decode_prefix(a: &DecodeArgs, prefix: &str) -> Result<()> {
         bail!("decoding the remote folder {prefix} needs -o DIR");
     };
     let listed = sc::remote::list(prefix, &sc::remote::RemoteOptions::default())?;
-    let archives: Vec<String> = (listed.into_iter())
-        .map(|(url, _)| url)
-        .filter(|url| url.ends_with(".sc"))
-        .collect();
-    if archives.is_empty() {
+    if !listed.iter().any(|(url, _)| url.ends_with(".sc")) {
         bail!("{prefix}: no .sc archive under it");
     }
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let base = a.base.open(None)?;
     let memory = memory(&a.common, || 0);
-    for url in &archives {
+    // Archives are decoded, any other file (a folder's config.json, tokenizer) copied.
+    for (url, _) in &listed {
         let rel = url.strip_prefix(prefix).unwrap_or(url);
-        let rel = Path::new(rel.strip_suffix(".sc").unwrap_or(rel));
+        let archive = rel.strip_suffix(".sc");
+        let rel = Path::new(archive.unwrap_or(rel));
         if !rel
             .components()
             .all(|c| matches!(c, std::path::Component::Normal(_)))
@@ -893,6 +891,10 @@ fn decode_prefix(a: &DecodeArgs, prefix: &str) -> Result<()> {
         if let Some(parent) = dest.parent() {
             std::fs::create_dir_all(parent)
                 .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        if archive.is_none() {
+            copy_remote(url, &dest, a.out.force)?;
+            continue;
         }
         let start = Instant::now();
         let report = decode_one(
@@ -910,6 +912,22 @@ fn decode_prefix(a: &DecodeArgs, prefix: &str) -> Result<()> {
             ));
         }
     }
+    Ok(())
+}
+
+/// Copies the object at `url` to the file `dest` as it is.
+fn copy_remote(url: &str, dest: &Path, force: bool) -> Result<()> {
+    let mut file = sc::remote::RemoteFile::open(url, &sc::remote::RemoteOptions::default())?;
+    let whole = 0..file.len();
+    file.will_read(std::slice::from_ref(&whole));
+    let settings = Settings {
+        force,
+        binary: true,
+        ..Default::default()
+    };
+    write_with(Some(dest), &settings, |w| {
+        io::copy(&mut file, w).with_context(|| format!("copying {url}"))
+    })?;
     Ok(())
 }
 
