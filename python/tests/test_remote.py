@@ -150,6 +150,24 @@ def test_transformers_from_pretrained_of_a_remote_folder(shard, nginx, web_root,
         assert loaded.config.name_or_path == url
 
 
+def test_compress_folder_to_s3_and_back(s3_env, bucket, tmp_path):
+    import transformers
+
+    import sc.transformers
+    from test_transformers import assert_same_state, tiny_bert
+
+    model = tiny_bert()
+    original = tmp_path / "original"
+    model.save_pretrained(original, max_shard_size="30KB")
+    prefix = f"s3://{bucket}/folder-upload/"
+    sc.compress_folder(original, prefix)
+    assert_same_state(model, sc.transformers.from_pretrained(transformers.BertForMaskedLM, prefix))
+    back = tmp_path / "back"
+    sc.decompress_folder(prefix, back)
+    for f in sorted(original.iterdir()):
+        assert (back / f.name).read_bytes() == f.read_bytes(), f.name
+
+
 def test_transformers_from_pretrained_of_a_missing_folder(nginx):
     import transformers
 
