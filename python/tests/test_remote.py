@@ -351,11 +351,12 @@ def test_server_restarted_mid_transfer_resumes(slow_nginx, big_archive):
 
 def test_the_gil_is_released_while_fetching(slow_nginx):
     t, out = _in_thread(lambda: _get_tensor(f"{slow_nginx.url}/big.sc", "layer05.weight"))
-    # This thread runs Python while the other waits on the network: the GIL is free.
+    # This thread runs Python while the other waits on the network (14 MB at 4 x 2 MB/s, near
+    # two seconds): the GIL is free. Held, this loop would not turn until the load returned.
     ticks = 0
-    while t.is_alive() and ticks < 20:
+    while t.is_alive():
         time.sleep(0.01)
         ticks += 1
-    assert ticks == 20 and t.is_alive()
+    assert ticks >= 10
     t.join()
     assert "error" not in out, out.get("error")
