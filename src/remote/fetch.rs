@@ -23,10 +23,11 @@ const HEAD: u64 = 256 << 10;
 /// Least bytes fetched by a read outside the plan (the reader's small reads of one structure
 /// then take one request).
 const MIN_READ: u64 = 64 << 10;
-/// The pieces a planned run of bytes is fetched in: one per connection for a short run, none
-/// longer than the most, none shorter than the least.
+/// The pieces a planned run of bytes is fetched in: four per connection, none shorter than the
+/// least (fewer requests) and none longer than the most, so that the decoder starts on the
+/// first piece while the next ones arrive instead of waiting for a large one.
 const MIN_PIECE: u64 = 1 << 20;
-const MAX_PIECE: u64 = 8 << 20;
+const MAX_PIECE: u64 = 2 << 20;
 
 /// A remote object (`http://`, `https://`, `s3://`) read with range requests: a [`Read`] and
 /// [`Seek`] over it, so that it is the `R` of [`Archive`](crate::Archive)
@@ -35,7 +36,7 @@ const MAX_PIECE: u64 = 8 << 20;
 /// Opening it makes two requests, for its end and its start; every read after that is served
 /// from bytes fetched ahead when the reader said what it would read, or from one
 /// request of its own. Up to [`RemoteOptions::connections`] requests are in flight at once, and
-/// twice as many pieces (of at most 8 MiB) are held ahead of the reader.
+/// twice as many pieces (of 1 to 2 MiB) are held ahead of the reader.
 pub struct RemoteFile {
     shared: Arc<Shared>,
     pos: u64,
@@ -333,7 +334,7 @@ impl Prefetch for Shared {
         for run in runs {
             let len = run.end - run.start;
             let piece = len
-                .div_ceil(self.connections as u64)
+                .div_ceil(4 * self.connections as u64)
                 .clamp(MIN_PIECE, MAX_PIECE);
             let mut at = run.start;
             while at < run.end {
