@@ -10,6 +10,10 @@
     import sc.torch
     state = sc.torch.load_file("model.safetensors.sc")
 
+Archives at `http://`, `https://` and `s3://` locations load the same way, fetching only the
+blocks they need (`sc.stats()` tells requests, bytes and time waiting on the network);
+`sc.compress_file(src, "s3://bucket/key.sc")` uploads.
+
 `sc.compress_folder(DIR, OUT)` writes what `sc encode DIR -o OUT` writes; the `sc-weights`
 command (and `python -m sc`) is the `sc` command line itself.
 
@@ -23,12 +27,14 @@ import importlib
 from typing import Any
 
 from ._cli import compress_folder, decompress_folder
-from ._core import compress_file, decompress_file, safe_open, verify
+from ._core import (
+    compress_file, decompress_file, list_objects, remote_options, safe_open, stats, verify,
+)
 from ._sc import ScError, __version__
 
 __all__ = [
     "ScError", "safe_open", "compress_file", "decompress_file", "compress_folder",
-    "decompress_folder", "verify", "__version__",
+    "decompress_folder", "verify", "stats", "remote_options", "list_objects", "__version__",
 ]
 
 

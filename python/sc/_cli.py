@@ -25,8 +25,10 @@ def _arg(path: str | os.PathLike) -> str:
 
 
 def _folder(src: str | os.PathLike) -> str:
-    """`src`, checked to be a folder."""
+    """`src`, checked to be a folder (a remote prefix goes to the command line as it is)."""
     p = os.fspath(src)
+    if _sc.is_url(p):
+        return p
     if not os.path.exists(p):
         raise FileNotFoundError(2, "No such directory", p)
     if not os.path.isdir(p):
@@ -59,7 +61,8 @@ def compress_folder(
     `sc encode SRC -o DST` does (it runs that command line): every `*.safetensors` below `src`
     becomes `NAME.safetensors.sc` at the same place below `dst`, and every other file (config,
     tokenizer, `model.safetensors.index.json`) is copied, so that `sc.transformers.from_pretrained`
-    loads `dst` and `sc.decompress_folder` gives `src` back. `mode`, `level`, `block_size`,
+    loads `dst` and `sc.decompress_folder` gives `src` back. `dst` may be a remote prefix,
+    `s3://bucket/folder/`, which every file is uploaded to. `mode`, `level`, `block_size`,
     `threads`, `md5` and `base` as in `sc.compress_file`. An existing output file fails unless
     `overwrite`. Files are coded two at a time; one that fails does not stop the others: a table
     on stderr lists the failures, then `sc.ScError` is raised."""
@@ -86,8 +89,9 @@ def decompress_folder(
     overwrite: bool = False,
     base: str | os.PathLike | None = None,
 ) -> None:
-    """Restores the folder `src` made by `compress_folder` (or `sc encode DIR -o OUT`) into the
-    folder `dst` exactly as `sc decode SRC -o DST` does: every `*.sc` below `src` is decoded (its
+    """Restores the folder `src` made by `compress_folder` (or `sc encode DIR -o OUT`), local or
+    a remote prefix (`s3://bucket/folder/`), into the folder `dst` exactly as
+    `sc decode SRC -o DST` does: every `*.sc` below `src` is decoded (its
     block checksums checked, and with `check_md5` the recorded MD5), every other file copied.
     `base`: the base checkpoint of a fine-tune's archives. An existing output file fails unless
     `overwrite`; failures as in `compress_folder`."""

@@ -259,6 +259,11 @@ class safe_open:
     """Opens an archive like `safetensors.safe_open`: `keys()`, `metadata()`, `get_tensor(name)`
     and `get_slice(name)`, each decoding only the blocks that hold what is asked for.
 
+    `filename` may be a remote location, `http://`, `https://` or `s3://bucket/key` (S3 set up
+    from the AWS_* environment variables, AWS_ENDPOINT_URL for an S3-compatible store):
+    opening fetches the archive's header and index, and each read fetches only the blocks it
+    decodes, in parallel range requests.
+
     `framework` is "pt" (torch tensors) or "np" (NumPy arrays; BF16 and FP8 as `ml_dtypes`
     types); `device` other than "cpu" (torch only) decodes on the CPU and moves the tensor.
     `threads` decoding threads (default: all cores). `base` is the base checkpoint an archive
@@ -311,9 +316,12 @@ class safe_open:
         """The tensor `name`, to be indexed on its first dimension: `get_slice(name)[0:128]`."""
         return _Slice(self._archive, self._fw, self._archive.entry(name), self._device)
 
-    def stats(self) -> dict[str, int]:
+    def stats(self) -> dict[str, Any]:
         """`blocks_decoded`, `bytes_decoded`, `block_bytes_read` and `archive_bytes_read` so far,
-        and `blocks`, the archive's total."""
+        and `blocks`, the archive's total. A remote archive adds `requests` (range requests
+        made, retries included), `bytes_fetched`, `network_wait_s` (seconds spent waiting for
+        bytes not yet arrived) and `decode_s` (seconds spent decoding besides), its opening
+        included."""
         return self._archive.stats()
 
     def info(self) -> dict[str, Any]:
@@ -396,7 +404,12 @@ def compress_file(
     earlier one are stored once. The archive is written to a temporary file beside `dst` and
     renamed into place; an existing `dst` raises FileExistsError unless `overwrite`. Returns
     `original_len`, `archive_len`, `blocks`, `safetensors` (whether the header was recognised),
-    `md5`, `based_tensors` (coded against the base) and `repeated_tensors` (stored once)."""
+    `md5`, `based_tensors` (coded against the base) and `repeated_tensors` (stored once).
+
+    `dst` may be a remote location (`s3://bucket/key.sc`; `http(s)://` where the server takes
+    uploads): the archive is uploaded as it is written and becomes visible only once complete
+    (a failure aborts the upload); an existing object counts as an existing file. `src` may be
+    remote too: it is copied to a temporary file first."""
     return dict(
         _sc.compress_file(
             os.fspath(src), os.fspath(dst), mode=mode, block_size=block_size, md5=md5,
@@ -419,14 +432,46 @@ def decompress_file(
     file. An archive of a fine-tune needs the `base` it was coded against; without it, or with
     another, it raises ScError naming the base needed, and writes nothing. Written to a
     temporary file and renamed into place; an existing `dst` raises FileExistsError unless
-    `overwrite`. Returns `original_len`, `archive_len`, `blocks`, `md5` (when computed) and
-    `recorded_md5`."""
+    `overwrite`. `src` may be a remote location (`http://`, `https://`, `s3://`): its blocks
+    are fetched in parallel range requests while earlier ones decode. Returns `original_len`,
+    `archive_len`, `blocks`, `md5` (when computed) and `recorded_md5`."""
     return dict(
         _sc.decompress_file(
             os.fspath(src), os.fspath(dst), threads=threads, check_md5=check_md5,
             overwrite=overwrite, base=_path(base),
         )
     )
+
+
+def stats(reset: bool = False) -> dict[str, Any]:
+    """What this process's remote reads and writes cost so far (every archive, `load_file`,
+    `compress_file` and `decompress_file` on an `http://`, `https://` or `s3://` location):
+    `requests` (retries included), `bytes_fetched` (sent, for uploads), `network_wait_s`
+    (seconds waiting for bytes not yet arrived) and `decode_s` (seconds decoding or encoding
+    besides). `reset` zeroes the totals after reading them."""
+    return dict(_sc.stats(reset))
+
+
+def remote_options(
+    connections: int | None = None,
+    retries: int | None = None,
+    retry_timeout: float | None = None,
+    timeout: float | None = None,
+) -> dict[str, Any]:
+    """Sets how later reads and writes of remote locations work (the options given; the
+    others stay) and returns them all: `connections`, parallel range requests per archive
+    (default 4); `retries`, per request on 5xx answers and dropped connections, each resuming
+    where the transfer stopped (default 10); `retry_timeout`, seconds after which a failing
+    request is no longer retried (default 180); `timeout`, seconds for one request (default
+    60)."""
+    return dict(_sc.remote_options(connections, retries, retry_timeout, timeout))
+
+
+def list_objects(prefix: str) -> list[tuple[str, int]]:
+    """The objects under the remote prefix `prefix` (`s3://bucket/folder/`), recursively, as
+    (location, size) sorted by key. Plain HTTP has no listing: an `http(s)://` prefix raises
+    ScError."""
+    return [(url, size) for url, size in _sc.list_prefix(prefix)]
 
 
 def verify(path: str | os.PathLike, threads: int | None = None, *, base: str | os.PathLike | None = None) -> dict[str, Any]:

@@ -28,7 +28,10 @@ def _looks_plain(head: bytes, size: int) -> bool:
 def reader(source: str | bytes, threads: int | None, base: str | None) -> Any:
     """A reader of `source` (a path or the bytes of a file): an archive's, or a plain
     safetensors file's when that is what it holds. Anything else goes to the archive reader,
-    whose errors name the problem."""
+    whose errors name the problem. A remote location (`http://`, `https://`, `s3://`) is read
+    as an archive."""
+    if isinstance(source, str) and _sc.is_url(source):
+        return _sc.Reader(source, threads, base)
     try:
         if isinstance(source, bytes):
             plain = _looks_plain(source[:9], len(source))

@@ -20,8 +20,8 @@ class Reader:
         threads: int | None = None,
         base: str | os.PathLike[str] | None = None,
     ) -> None:
-        """Opens `source`, a path or the bytes of an archive, reading its header, index and
-        trailer; `threads` decoding threads (default: all cores); `base`, the path of the base
+        """Opens `source`, a path, a remote location (http://, https://, s3://) or the bytes of
+        an archive, reading its header, index and trailer; `threads` decoding threads (default: all cores); `base`, the path of the base
         an archive of a fine-tune is coded against."""
     def tensors(self) -> list[tuple[str, str, list[int], int, int]]:
         """(name, dtype, shape, start, end) per tensor, ordered by start: offsets in the
@@ -34,8 +34,9 @@ class Reader:
     def info(self) -> dict[str, Any]:
         """kind ("safetensors", "gguf" or "generic"), mode, block_size, blocks, archive_len,
         original_len, base (the name of the base the archive is coded against, or None)."""
-    def stats(self) -> dict[str, int]:
-        """blocks_decoded, bytes_decoded, block_bytes_read, archive_bytes_read so far."""
+    def stats(self) -> dict[str, Any]:
+        """blocks_decoded, bytes_decoded, block_bytes_read, archive_bytes_read so far; for a
+        remote archive also requests, bytes_fetched, network_wait_s and decode_s."""
     def read_into(self, ranges: list[tuple[int, int]], buffers: list[Buffer]) -> None:
         """Decodes bytes `ranges[k]` of the original file into the writable, contiguous
         `buffers[k]`, decoding only the blocks that hold them, with the GIL released."""
@@ -88,6 +89,23 @@ def verify(
 ) -> dict[str, Any]:
     """Decodes the archive `path` without writing, checking every block and the recorded MD5;
     `base`, the path of the base it is coded against."""
+
+def stats(reset: bool = False) -> dict[str, Any]:
+    """The process's totals of remote reads and writes: requests, bytes_fetched,
+    network_wait_s, decode_s; zeroed afterwards with `reset`."""
+
+def remote_options(connections: int | None = None, retries: int | None = None,
+                   retry_timeout: float | None = None, timeout: float | None = None) -> dict[str, Any]:
+    """Sets the given options of later remote reads and writes; returns them all."""
+
+def is_url(s: str) -> bool:
+    """Whether `s` is a remote location (http://, https://, s3://)."""
+
+def list_prefix(prefix: str) -> list[tuple[str, int]]:
+    """The objects under the prefix `prefix` (s3://bucket/folder/), as (location, size)."""
+
+def fetch(url: str) -> bytes:
+    """The whole object at `url`."""
 
 def main(argv: list[str]) -> int:
     """Runs the `sc` command line `argv` (the program's name first) as the `sc` program does,

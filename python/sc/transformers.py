@@ -16,6 +16,7 @@ import os
 import tempfile
 from typing import Any
 
+from . import _sc
 from . import torch as sc_torch
 from ._cli import compress_folder
 
@@ -27,11 +28,32 @@ if importlib.util.find_spec("transformers") is None:
     )
 
 _INDEX = "model.safetensors.index.json"
+# The files of a remote folder that `from_pretrained` reads besides the weights.
+_CONFIGS = ("config.json", "generation_config.json")
+
+
+def _remote(folder: str | os.PathLike) -> str | None:
+    """`folder` as a remote prefix ending in "/", or None for a local folder."""
+    folder = os.fspath(folder)
+    return folder.rstrip("/") + "/" if _sc.is_url(folder) else None
+
+
+def _remote_shards(prefix: str) -> list[str]:
+    """The archives of the remote folder `prefix`: those its index names, or its single one."""
+    try:
+        weight_map = json.loads(_sc.fetch(prefix + _INDEX)).get("weight_map", {})
+    except FileNotFoundError:
+        return [prefix + "model.safetensors.sc"]
+    return [prefix + s + ".sc" for s in sorted(set(weight_map.values()))]
 
 
 def shard_archives(folder: str | os.PathLike) -> list[str]:
-    """The archives holding the weights of `folder`: the shards its safetensors index names
-    (each as `NAME.sc`), or its single `model.safetensors.sc`."""
+    """The archives holding the weights of `folder` (a local folder, or a remote one such as
+    `s3://bucket/model/`): the shards its safetensors index names (each as `NAME.sc`), or its
+    single `model.safetensors.sc`."""
+    prefix = _remote(folder)
+    if prefix is not None:
+        return _remote_shards(prefix)
     folder = os.fspath(folder)
     if not os.path.isdir(folder):
         raise FileNotFoundError(2, "No such directory", folder)
@@ -60,8 +82,9 @@ def load_state_dict(folder: str | os.PathLike, device: str = "cpu", threads: int
 
 def from_pretrained(model_class: Any, folder: str | os.PathLike, **kwargs: Any) -> Any:
     """`model_class.from_pretrained(folder, **kwargs)` for a folder whose weights are `.sc`
-    archives (single-file or sharded): the config is read from `folder` (unless `config=` is
-    given), the weights are decoded from the archives, and both are handed to
+    archives (single-file or sharded), local or remote (`s3://bucket/model/`,
+    `https://host/model/`: the folder `sc encode DIR -o` wrote there): the config is read from
+    `folder` (unless `config=` is given), the weights are decoded from the archives, and both are handed to
     `model_class.from_pretrained` (any transformers model class or `Auto*` class). `threads=`
     sets the decoding threads; `base=` gives the base checkpoint (file or folder) of a
     fine-tune encoded with `sc encode --base`; other keyword arguments go to
@@ -74,7 +97,13 @@ def from_pretrained(model_class: Any, folder: str | os.PathLike, **kwargs: Any) 
     archives = shard_archives(folder)
     if config is None:
         config_class = getattr(model_class, "config_class", None) or AutoConfig
-        config = config_class.from_pretrained(os.fspath(folder))
+        prefix = _remote(folder)
+        if prefix is None:
+            config = config_class.from_pretrained(os.fspath(folder))
+        else:
+            with tempfile.TemporaryDirectory(prefix="sc-config-") as local:
+                _fetch_configs(prefix, local)
+                config = config_class.from_pretrained(local)
     # An Auto* class picks the model class from the config, as its from_pretrained does.
     mapping = getattr(model_class, "_model_mapping", None)
     if mapping is not None:
@@ -87,6 +116,20 @@ def from_pretrained(model_class: Any, folder: str | os.PathLike, **kwargs: Any) 
     model = model_class.from_pretrained(None, config=config, state_dict=state, **kwargs)
     model.config.name_or_path = os.fspath(folder)
     return model
+
+
+def _fetch_configs(prefix: str, local: str) -> None:
+    """Copies the config files of the remote folder `prefix` into `local` (config.json must be
+    there; the others may not)."""
+    for name in _CONFIGS:
+        try:
+            data = _sc.fetch(prefix + name)
+        except FileNotFoundError:
+            if name == "config.json":
+                raise
+            continue
+        with open(os.path.join(local, name), "wb") as f:
+            f.write(data)
 
 
 def save_pretrained(

@@ -6,6 +6,7 @@
 //! library errors into `sc.ScError` and a panic into an exception instead of an abort.
 
 mod cli;
+mod remote;
 
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyOSError, PyOverflowError, PyValueError};
@@ -19,6 +20,7 @@ use std::io::{self, BufReader, BufWriter, Cursor, Read, Seek, SeekFrom, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 pyo3::create_exception!(
     sc,
@@ -50,6 +52,10 @@ impl Failure {
             // The package's way to give a missing base, as the command line names --base.
             Failure::Sc(e @ sc::Error::BaseNeeded { .. }) => {
                 Failure::Noted(e, " (give it with base=)".into()).into_py(context)
+            }
+            // A remote error names its location itself.
+            Failure::Sc(e @ sc::Error::Remote { .. }) => {
+                remote::remote_error(&e).unwrap_or_else(|| ScError::new_err(e.to_string()))
             }
             Failure::Sc(e) => Failure::Noted(e, String::new()).into_py(context),
             Failure::Noted(e, note) => match context {
@@ -215,6 +221,22 @@ impl Seek for Source {
     }
 }
 
+/// An open archive: a local one (file or memory) or a remote one.
+enum Opened {
+    Local(sc::Archive<Source>),
+    Remote(sc::Archive<sc::remote::RemoteFile>),
+}
+
+/// Evaluates `$body` with `$a` bound to the archive inside `$opened`, whichever kind it is.
+macro_rules! each {
+    ($opened:expr, $a:ident => $body:expr) => {
+        match $opened {
+            Opened::Local($a) => $body,
+            Opened::Remote($a) => $body,
+        }
+    };
+}
+
 /// A tensor as Python sees it: name, dtype, shape, and its bytes' start and end in the original
 /// file.
 type TensorRow = (String, String, Vec<u64>, u64, u64);
@@ -222,33 +244,47 @@ type TensorRow = (String, String, Vec<u64>, u64, u64);
 /// An archive opened for reading tensors (`sc.safe_open` and the `load` functions use it).
 #[pyclass(module = "sc._sc")]
 struct Reader {
-    archive: Mutex<Option<sc::Archive<Source>>>,
+    archive: Mutex<Option<Opened>>,
     pool: Option<Arc<ThreadPool>>,
-    /// The file, for error messages (`None` for archives in memory).
+    /// The file or location, for error messages (`None` for archives in memory).
     path: Option<PathBuf>,
+    /// What reading a remote archive has cost so far.
+    cost: Mutex<remote::Cost>,
 }
 
 impl Reader {
     fn with<T: Send>(
         &self,
         py: Python<'_>,
-        f: impl FnOnce(&mut sc::Archive<Source>) -> Res<T> + Send,
+        f: impl FnOnce(&mut Opened) -> Res<T> + Send,
     ) -> PyResult<T> {
         run(py, self.pool.as_deref(), self.path.as_deref(), || {
             let mut guard = self.archive.lock().unwrap_or_else(|e| e.into_inner());
-            match guard.as_mut() {
-                Some(a) => f(a),
-                None => Err(invalid("the archive is closed".into())),
+            let Some(opened) = guard.as_mut() else {
+                return Err(invalid("the archive is closed".into()));
+            };
+            let before = match &*opened {
+                Opened::Remote(a) => Some(a.remote_stats()),
+                Opened::Local(_) => None,
+            };
+            let start = Instant::now();
+            let out = f(&mut *opened);
+            if let (Some(before), Opened::Remote(a)) = (before, &*opened) {
+                let c = remote::Cost::of(remote::delta(before, a.remote_stats()), start.elapsed());
+                self.cost.lock().unwrap_or_else(|e| e.into_inner()).add(c);
+                remote::record(c);
             }
+            out
         })
     }
 }
 
 #[pymethods]
 impl Reader {
-    /// Opens `source`, a path or the bytes of an archive, reading its header, index and
-    /// trailer; `threads` decoding threads (default: all cores); `base`, the path of the base
-    /// an archive of a fine-tune is coded against.
+    /// Opens `source`, a path, a remote location (`http://`, `https://`, `s3://`) or the bytes
+    /// of an archive, reading its header, index and trailer; `threads` decoding threads
+    /// (default: all cores); `base`, the path of the base an archive of a fine-tune is coded
+    /// against.
     #[new]
     #[pyo3(signature = (source, threads=None, base=None))]
     fn new(
@@ -265,6 +301,27 @@ impl Reader {
                 (Ok(p.clone()), Some(p))
             }
         };
+        let remote = path.as_deref().filter(|p| remote::is_url_path(p));
+        if let Some(url) = remote.and_then(Path::to_str) {
+            let (archive, cost) = run(py, None, path.as_deref(), || {
+                let start = Instant::now();
+                let base = base_for(base.as_deref(), None)?;
+                let opts = remote::options();
+                let a = match base {
+                    Some(b) => sc::Archive::open_url_with_base(url, b, &opts)?,
+                    None => sc::Archive::open_url(url, &opts)?,
+                };
+                let cost = remote::Cost::of(a.remote_stats(), start.elapsed());
+                remote::record(cost);
+                Ok((a, cost))
+            })?;
+            return Ok(Reader {
+                archive: Mutex::new(Some(Opened::Remote(archive))),
+                pool,
+                path,
+                cost: Mutex::new(cost),
+            });
+        }
         let archive = run(py, None, path.as_deref(), || {
             let source = match input {
                 Ok(p) => Source::File(BufReader::with_capacity(64 << 10, open(&p)?)),
@@ -283,17 +340,19 @@ impl Reader {
             })
         })?;
         Ok(Reader {
-            archive: Mutex::new(Some(archive)),
+            archive: Mutex::new(Some(Opened::Local(archive))),
             pool,
             path,
+            cost: Mutex::new(remote::Cost::default()),
         })
     }
 
     /// The tensors as (name, dtype, shape, start, end), ordered by where their bytes lie in the
     /// original file (start and end are offsets in it); empty for a generic archive.
     fn tensors(&self, py: Python<'_>) -> PyResult<Vec<TensorRow>> {
-        self.with(py, |a| {
-            Ok(a.tensors()
+        self.with(py, |o| {
+            each!(o, a => Ok(a
+                .tensors()
                 .iter()
                 .map(|t| {
                     let r = a.tensor_range(t);
@@ -305,19 +364,22 @@ impl Reader {
                         r.end,
                     )
                 })
-                .collect())
+                .collect()))
         })
     }
 
     /// The kept safetensors header's JSON text, or None for a generic archive.
     fn header_json(&self, py: Python<'_>) -> PyResult<Option<String>> {
-        self.with(py, |a| Ok(a.header_json().map(str::to_string)))
+        self.with(
+            py,
+            |o| each!(o, a => Ok(a.header_json().map(str::to_string))),
+        )
     }
 
     /// The kept header's metadata: a safetensors header's `__metadata__`, a GGUF header's
     /// key-values (values that are not strings as their JSON text), or None.
     fn metadata(&self, py: Python<'_>) -> PyResult<Option<BTreeMap<String, String>>> {
-        self.with(py, |a| Ok(a.metadata().cloned()))
+        self.with(py, |o| each!(o, a => Ok(a.metadata().cloned())))
     }
 
     /// Archive facts: the original's kind ("safetensors", "gguf" or "generic"), mode, block
@@ -325,8 +387,8 @@ impl Reader {
     /// against (or None).
     fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let (kind, mode, block_size, blocks, archive_len, original_len, base) =
-            self.with(py, |a| {
-                Ok((
+            self.with(py, |o| {
+                each!(o, a => Ok((
                     kind_name(a.kind()),
                     a.mode().name(),
                     a.block_size(),
@@ -334,7 +396,7 @@ impl Reader {
                     a.archive_len(),
                     a.original_len(),
                     a.base_name().map(str::to_string),
-                ))
+                )))
             })?;
         let d = PyDict::new(py);
         d.set_item("kind", kind)?;
@@ -347,10 +409,17 @@ impl Reader {
         Ok(d)
     }
 
-    /// What has been read and decoded since the archive was opened.
+    /// What has been read and decoded since the archive was opened; for a remote archive, also
+    /// the requests made, bytes fetched and seconds spent waiting on the network and decoding.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let s = self.with(py, |a| Ok(a.stats()))?;
+        let (s, remote) = self.with(py, |o| {
+            Ok((each!(o, a => a.stats()), matches!(o, Opened::Remote(_))))
+        })?;
         let d = PyDict::new(py);
+        if remote {
+            let cost = *self.cost.lock().unwrap_or_else(|e| e.into_inner());
+            cost.set_items(&d)?;
+        }
         d.set_item("blocks_decoded", s.blocks_decoded)?;
         d.set_item("bytes_decoded", s.bytes_decoded)?;
         d.set_item("block_bytes_read", s.block_bytes_read)?;
@@ -368,7 +437,7 @@ impl Reader {
         buffers: Vec<PyBuffer<u8>>,
     ) -> PyResult<()> {
         let targets = writable_targets(&ranges, &buffers).map_err(|e| e.into_py(None))?;
-        self.with(py, move |a| {
+        self.with(py, move |o| {
             // SAFETY: each buffer is writable and C-contiguous, stays exported (so its memory
             // stays put) while `buffers` lives, and no two of them overlap (checked above).
             let mut parts: Vec<(u64, &mut [u8])> = targets
@@ -377,7 +446,7 @@ impl Reader {
                     (start, std::slice::from_raw_parts_mut(ptr as *mut u8, len))
                 })
                 .collect();
-            Ok(a.read_ranges_into(&mut parts)?)
+            Ok(each!(o, a => a.read_ranges_into(&mut parts))?)
         })
     }
 
@@ -550,6 +619,13 @@ fn encode_parts(
             next: 0,
         };
         match &dst {
+            Some(d) if remote::is_url_path(d) => {
+                let url = d.to_str().unwrap_or_default();
+                remote::encode_to_url(url, overwrite, |w| {
+                    sc::encode(input(), w, &opts)?;
+                    Ok(None)
+                })
+            }
             Some(d) => write_atomically(d, overwrite, |w| {
                 sc::encode(input(), w, &opts)?;
                 Ok(())
@@ -586,12 +662,20 @@ fn compress_file<'py>(
     let opts = encode_options(mode, level, block_size, md5)?;
     let pool = thread_pool(threads)?;
     let report = run(py, pool.as_deref(), Some(&src), || {
-        let f = open(&src)?;
+        // A remote source is copied to a temporary file first: finding repeated tensors
+        // reads the input twice.
+        let f = match src.to_str().filter(|s| sc::remote::is_url(s)) {
+            Some(url) => remote::spool(url)?,
+            None => open(&src)?,
+        };
         let base = base_for(base.as_deref(), None)?;
         let opts = sc::EncodeOptions {
             base: base.as_ref(),
             ..opts
         };
+        if let Some(url) = dst.to_str().filter(|s| sc::remote::is_url(s)) {
+            return remote::encode_to_url(url, overwrite, |w| Ok(sc::encode_file(&f, w, &opts)?));
+        }
         let mut report = None;
         write_atomically(&dst, overwrite, |w| {
             report = Some(sc::encode_file(&f, w, &opts)?);
@@ -632,6 +716,10 @@ fn decode_to(
     check_md5: bool,
     base: Option<&Path>,
 ) -> Res<sc::DecodeReport> {
+    if let Some(url) = src.to_str().filter(|s| sc::remote::is_url(s)) {
+        let base = base_for(base, None)?;
+        return remote::decode_url(url, out, check_md5, base.as_ref());
+    }
     let f = open(src)?;
     let base = base_for(base, Some(src))?;
     // Positioned reads, not maps: another process truncating the archive must give an
@@ -706,6 +794,11 @@ fn _sc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compress_file, m)?)?;
     m.add_function(wrap_pyfunction!(decompress_file, m)?)?;
     m.add_function(wrap_pyfunction!(verify, m)?)?;
+    m.add_function(wrap_pyfunction!(remote::stats, m)?)?;
+    m.add_function(wrap_pyfunction!(remote::is_url, m)?)?;
+    m.add_function(wrap_pyfunction!(remote::remote_options, m)?)?;
+    m.add_function(wrap_pyfunction!(remote::list_prefix, m)?)?;
+    m.add_function(wrap_pyfunction!(remote::fetch, m)?)?;
     m.add_function(wrap_pyfunction!(cli::main, m)?)?;
     m.add_function(wrap_pyfunction!(cli::run_command, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -49,3 +49,51 @@ def sample_archive(request, tmp_path_factory) -> pathlib.Path:
     out = tmp_path_factory.mktemp("archives") / f"sample.{request.param}.sc"
     run_sc("encode", "-q", "-m", request.param, "-b", "64K", SAMPLE, "-o", out)
     return out
+
+
+def _servers_or_skip() -> None:
+    """Skips a test that needs nginx and SeaweedFS where they are missing, unless
+    SC_REQUIRE_SERVERS=1 (CI), where their absence fails it."""
+    import servers
+
+    why = servers.missing()
+    if why is not None:
+        if os.environ.get("SC_REQUIRE_SERVERS") == "1":
+            pytest.fail(f"SC_REQUIRE_SERVERS=1 but {why}")
+        pytest.skip(why)
+
+
+@pytest.fixture(scope="session")
+def web_root(tmp_path_factory) -> pathlib.Path:
+    """The folder nginx serves."""
+    return tmp_path_factory.mktemp("www")
+
+
+@pytest.fixture(scope="session")
+def nginx(web_root, tmp_path_factory):
+    """nginx serving `web_root` on 127.0.0.1, for the session."""
+    _servers_or_skip()
+    import servers
+
+    server = servers.Nginx(web_root, tmp_path_factory.mktemp("nginx")).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def weed(tmp_path_factory):
+    """SeaweedFS's S3 gateway on 127.0.0.1, for the session."""
+    _servers_or_skip()
+    import servers
+
+    server = servers.Weed(tmp_path_factory.mktemp("weed")).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def s3_env(weed, monkeypatch):
+    """The AWS_* environment pointing S3 locations at `weed`."""
+    for k, v in weed.env().items():
+        monkeypatch.setenv(k, v)
+    return weed
