@@ -58,10 +58,11 @@ fn commands_read_an_archive_over_http() {
     let list = ok(common::sc(d, &["list", &url], None));
     assert!(String::from_utf8_lossy(&list.stdout).contains("layer3.weight"));
 
-    ok(common::sc(
+    let extracted = ok(common::sc(
         d,
         &[
             "extract",
+            "-v",
             &url,
             "-t",
             "layer1.weight",
@@ -73,6 +74,11 @@ fn commands_read_an_archive_over_http() {
     ));
     let (_, range) = tensor_ranges(&original).remove(1);
     assert!(std::fs::read(d.join("t.bin")).unwrap() == original[range]);
+    let said = String::from_utf8_lossy(&extracted.stderr);
+    assert!(
+        said.contains(" requests, ") && said.contains("s decoding"),
+        "{said}"
+    );
 
     let decoded = ok(common::sc(d, &["decode", "-v", &url], None));
     assert!(std::fs::read(d.join("m.safetensors")).is_ok_and(|b| b == original));

@@ -380,11 +380,22 @@ pub(super) fn extract(a: &ExtractArgs) -> Result<()> {
 
 fn extract_on_pool(a: &ExtractArgs) -> Result<()> {
     let base = a.base.open(Some(&a.input))?;
-    with_archive!(open(&a.input, base)?, archive => extract_from(a, archive))
+    match open(&a.input, base)? {
+        Opened::File(archive) => extract_from(a, archive).map(drop),
+        Opened::Remote(archive) => {
+            let archive = extract_from(a, archive)?;
+            if a.common.talk.verbose() {
+                let line = super::remote_line(&a.input.to_string_lossy(), &archive.remote_stats());
+                note(format_args!("{line}"));
+            }
+            Ok(())
+        }
+    }
 }
 
-/// `sc extract` from the archive `archive` opened from `a.input`.
-fn extract_from<R: Reader>(a: &ExtractArgs, mut archive: Archive<R>) -> Result<()> {
+/// `sc extract` from the archive `archive` opened from `a.input`; gives the archive back, for
+/// what its reads fetched.
+fn extract_from<R: Reader>(a: &ExtractArgs, mut archive: Archive<R>) -> Result<Archive<R>> {
     archive
         .set_memory(super::resources::memory(&a.common, || {
             super::resources::archive_needs(&archive)
@@ -457,5 +468,5 @@ fn extract_from<R: Reader>(a: &ExtractArgs, mut archive: Archive<R>) -> Result<(
                 .map_or("stdout".into(), |d| d.display().to_string())
         ));
     }
-    Ok(())
+    Ok(archive)
 }
