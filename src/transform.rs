@@ -119,7 +119,7 @@ impl Transform {
     /// Transform planned for a tensor of the quantized ggml type named `name` (a GGUF tensor):
     /// its block layout's, or [`Transform::Bytes`] for a type without one.
     pub fn for_ggml(name: &str) -> Transform {
-        let k = ggml::LAYOUTS.iter().position(|l| l.name == name);
+        let k = ggml::LAYOUTS.iter().position(|l| l.ggml().name == name);
         k.and_then(|k| Transform::from_id(ggml::FIRST_ID + k as u8))
             .unwrap_or(Transform::Bytes)
     }

@@ -10,7 +10,7 @@
 //! scale, or of Q8_K's F32 scale the top two, so that BEST may code the low byte given the
 //! high one (codec `byctx`).
 
-use crate::gguf::types::{join_quants, unjoin_quants, GgmlType};
+use crate::gguf::types::{join_quants, unjoin_quants, GgmlType, TYPES};
 
 /// One plane of a ggml block layout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,8 +49,8 @@ const fn lo(at: u16) -> Piece {
 /// A quantized ggml type's planes.
 #[derive(Debug)]
 pub struct Layout {
-    /// ggml's name of the type.
-    pub name: &'static str,
+    /// The ggml type.
+    ty: &'static GgmlType,
     /// The planes, in order.
     pub planes: &'static [Piece],
 }
@@ -59,51 +59,51 @@ pub struct Layout {
 /// [`FIRST_ID`]).
 pub const LAYOUTS: [Layout; 12] = [
     Layout {
-        name: "Q4_0",
+        ty: named("Q4_0"),
         planes: &[hi(0), lo(0), bytes(2, 16)],
     },
     Layout {
-        name: "Q4_1",
+        ty: named("Q4_1"),
         planes: &[hi(0), lo(0), hi(2), lo(2), bytes(4, 16)],
     },
     Layout {
-        name: "Q5_0",
+        ty: named("Q5_0"),
         planes: &[hi(0), lo(0), Piece::Joined],
     },
     Layout {
-        name: "Q5_1",
+        ty: named("Q5_1"),
         planes: &[hi(0), lo(0), hi(2), lo(2), Piece::Joined],
     },
     Layout {
-        name: "Q8_0",
+        ty: named("Q8_0"),
         planes: &[hi(0), lo(0), bytes(2, 32)],
     },
     Layout {
-        name: "Q8_1",
+        ty: named("Q8_1"),
         planes: &[hi(0), lo(0), hi(2), lo(2), bytes(4, 32)],
     },
     Layout {
-        name: "Q2_K",
+        ty: named("Q2_K"),
         planes: &[hi(80), lo(80), hi(82), lo(82), bytes(0, 16), bytes(16, 64)],
     },
     Layout {
-        name: "Q3_K",
+        ty: named("Q3_K"),
         planes: &[hi(108), lo(108), bytes(0, 32), bytes(32, 64), bytes(96, 12)],
     },
     Layout {
-        name: "Q4_K",
+        ty: named("Q4_K"),
         planes: &[hi(0), lo(0), hi(2), lo(2), bytes(4, 12), bytes(16, 128)],
     },
     Layout {
-        name: "Q5_K",
+        ty: named("Q5_K"),
         planes: &[hi(0), lo(0), hi(2), lo(2), bytes(4, 12), Piece::Joined],
     },
     Layout {
-        name: "Q6_K",
+        ty: named("Q6_K"),
         planes: &[hi(208), lo(208), Piece::Joined, bytes(192, 16)],
     },
     Layout {
-        name: "Q8_K",
+        ty: named("Q8_K"),
         planes: &[
             bytes(3, 1),
             bytes(2, 1),
@@ -124,19 +124,33 @@ pub const LAYOUTS: [Layout; 12] = [
     },
 ];
 
+/// The type of the table named `name`, found when the layouts are compiled: a name missing
+/// from the table fails the build, not a run.
+const fn named(name: &str) -> &'static GgmlType {
+    let mut k = 0;
+    while k < TYPES.len() {
+        let (a, b) = (TYPES[k].name.as_bytes(), name.as_bytes());
+        let mut same = a.len() == b.len();
+        let mut i = 0;
+        while same && i < a.len() {
+            same = a[i] == b[i];
+            i += 1;
+        }
+        if same {
+            return &TYPES[k];
+        }
+        k += 1;
+    }
+    panic!("a ggml layout names a type missing from the table")
+}
+
 /// The transform id of the first layout.
 pub const FIRST_ID: u8 = 14;
 
 impl Layout {
     /// The ggml type.
     pub fn ggml(&self) -> &'static GgmlType {
-        match crate::gguf::types::TYPES
-            .iter()
-            .find(|t| t.name == self.name)
-        {
-            Some(t) => t,
-            None => unreachable!("every layout names a type of the table"),
-        }
+        self.ty
     }
 
     /// Bytes of plane `k` per block.
@@ -225,24 +239,29 @@ mod tests {
         let mut rnd = crate::test_rng(3);
         for layout in &LAYOUTS {
             let t = layout.ggml();
-            assert!(!t.fields.is_empty(), "{}", layout.name);
+            assert!(!t.fields.is_empty(), "{}", layout.ggml().name);
             let raw: Vec<u8> = (0..3 * t.block_bytes).map(|_| rnd() as u8).collect();
             let mut planes = vec![Vec::new(); layout.planes.len()];
             layout.split(&raw, &mut planes);
             for (k, p) in planes.iter().enumerate() {
-                assert_eq!(p.len(), 3 * layout.bytes(k), "{} plane {k}", layout.name);
+                assert_eq!(
+                    p.len(),
+                    3 * layout.bytes(k),
+                    "{} plane {k}",
+                    layout.ggml().name
+                );
             }
             let views: Vec<&[u8]> = planes.iter().map(|p| &p[..]).collect();
             let mut out = vec![0u8; raw.len()];
             layout.merge(&views, &mut out);
-            assert_eq!(out, raw, "{}", layout.name);
+            assert_eq!(out, raw, "{}", layout.ggml().name);
             // A byte flipped anywhere in a block changes some plane.
             for i in 0..t.block_bytes as usize {
                 let mut other = raw.clone();
                 other[i] ^= 0x10;
                 let mut planes2 = vec![Vec::new(); layout.planes.len()];
                 layout.split(&other, &mut planes2);
-                assert_ne!(planes, planes2, "{} byte {i}", layout.name);
+                assert_ne!(planes, planes2, "{} byte {i}", layout.ggml().name);
             }
         }
     }
