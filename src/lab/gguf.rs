@@ -2,6 +2,7 @@
 //! type's blocks (F16 scales as 16-bit values, 4-bit quants as nibbles, ...), per tensor, and
 //! the size those entropies bound a field-aware coder to.
 
+use crate::container::kept::{self, PACKED_LEN_FIELD};
 use crate::gguf::types::{join_quants, joined_quant_bits, Field, GgmlType, Packing};
 use crate::read::read_exact_or;
 use crate::stats::entropy_bits;
@@ -253,7 +254,9 @@ pub fn analyze_gguf<R: Read + Seek>(r: &mut R) -> Result<GgufAnalysis> {
             a
         })
         .collect();
-    let header_deflated = miniz_oxide::deflate::compress_to_vec(&header, 9).len() as u64;
+    // As the archive keeps it: deflated by the same packer, with its length field.
+    let header_deflated =
+        kept::pack(&header).map_or(header.len(), |p| p.len() + PACKED_LEN_FIELD) as u64;
     Ok(GgufAnalysis {
         file_len,
         version: h.version,
