@@ -20,7 +20,7 @@ use crate::pipeline::pool::Pool;
 use crate::pipeline::refs::{OwnBytes, Retained, Sources, Spans};
 use crate::pipeline::source::{Source, Stream};
 use crate::pipeline::{on_threads, one_block_needs, ordered, Budget, Pools, DEFAULT_MEMORY};
-use crate::read::{At, Prefetch};
+use crate::read::{join_adjacent, At, Prefetch};
 use crate::safetensors::{self, TensorInfo};
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -676,15 +676,10 @@ impl<R: Read + Seek + Send> Archive<R> {
     ) -> Result<()> {
         let index = &self.footer.index;
         // The original bytes of the blocks, in runs of consecutive blocks.
-        let mut runs: Vec<Range<u64>> = Vec::new();
-        for w in &group {
+        let runs = join_adjacent(group.iter().map(|w| {
             let e = &index[w.n];
-            let block = e.raw_offset..e.raw_offset + e.raw_len as u64;
-            match runs.last_mut() {
-                Some(run) if run.end == block.start => run.end = block.end,
-                _ => runs.push(block),
-            }
-        }
+            e.raw_offset..e.raw_offset + e.raw_len as u64
+        }));
         self.spans.verify(self.base.as_ref(), &runs)?;
         let needed: Vec<Range<u64>> = runs
             .into_iter()

@@ -120,14 +120,34 @@ impl<F: std::ops::Deref<Target = std::fs::File>> Read for At<F> {
 
 impl<F> io::Seek for At<F> {
     fn seek(&mut self, to: io::SeekFrom) -> io::Result<u64> {
-        let pos = match to {
-            io::SeekFrom::Start(p) => Some(p),
-            io::SeekFrom::End(d) => self.len.checked_add_signed(d),
-            io::SeekFrom::Current(d) => self.pos.checked_add_signed(d),
-        };
-        self.pos = pos.ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
+        self.pos = seek_position(self.pos, self.len, to)?;
         Ok(self.pos)
     }
+}
+
+/// The position `to` names for a reader at `pos` of a source of `len` bytes, as `Seek` takes
+/// it; a position before 0 or past `u64::MAX` is an error.
+pub fn seek_position(pos: u64, len: u64, to: io::SeekFrom) -> io::Result<u64> {
+    let at = match to {
+        io::SeekFrom::Start(p) => Some(p),
+        io::SeekFrom::End(d) => len.checked_add_signed(d),
+        io::SeekFrom::Current(d) => pos.checked_add_signed(d),
+    };
+    at.ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))
+}
+
+/// `ranges` in their order, each that starts where the one before ends joined to it.
+pub fn join_adjacent(
+    ranges: impl IntoIterator<Item = std::ops::Range<u64>>,
+) -> Vec<std::ops::Range<u64>> {
+    let mut runs: Vec<std::ops::Range<u64>> = Vec::new();
+    for r in ranges {
+        match runs.last_mut() {
+            Some(run) if run.end == r.start => run.end = r.end,
+            _ => runs.push(r),
+        }
+    }
+    runs
 }
 
 /// A source whose bytes come from far away (a remote archive): told which byte ranges a

@@ -3,7 +3,7 @@
 
 use super::{io_error, remote_error, runtime, Counters, Location, RemoteOptions, RemoteStats};
 use crate::error::Result;
-use crate::read::Prefetch;
+use crate::read::{join_adjacent, seek_position, Prefetch};
 use bytes::Bytes;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
 use std::collections::VecDeque;
@@ -323,13 +323,7 @@ impl Shared {
 impl Prefetch for Shared {
     fn will_read(&self, ranges: &[Range<u64>]) {
         // Adjacent ranges make one run, and a run is fetched in pieces over the connections.
-        let mut runs: Vec<Range<u64>> = Vec::new();
-        for r in ranges.iter().filter(|r| r.start < r.end) {
-            match runs.last_mut() {
-                Some(run) if run.end == r.start => run.end = r.end,
-                _ => runs.push(r.clone()),
-            }
-        }
+        let runs = join_adjacent(ranges.iter().filter(|r| r.start < r.end).cloned());
         let mut todo = VecDeque::new();
         for run in runs {
             let len = run.end - run.start;
@@ -369,12 +363,7 @@ impl Read for RemoteFile {
 
 impl Seek for RemoteFile {
     fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
-        let pos = match to {
-            SeekFrom::Start(p) => Some(p),
-            SeekFrom::End(d) => self.shared.len.checked_add_signed(d),
-            SeekFrom::Current(d) => self.pos.checked_add_signed(d),
-        };
-        self.pos = pos.ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
+        self.pos = seek_position(self.pos, self.shared.len, to)?;
         Ok(self.pos)
     }
 }
