@@ -229,7 +229,17 @@ fn a_server_killed_mid_download_is_waited_for_or_fails_with_one_line() {
         return;
     };
     let url = nginx.url("m.sc");
-    let download = std::thread::spawn(move || fetch(&url));
+    // Retries whose backoff outlasts the outage and the restart, however loaded the machine.
+    let mut patient = quick();
+    patient.retries = 10;
+    let download = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let opts = DecodeOptions {
+            check_md5: true,
+            ..Default::default()
+        };
+        decode_url(&url, &mut out, &opts, &patient).map(|_| out)
+    });
     while nginx.requests().len() < 2 {
         std::thread::sleep(Duration::from_millis(20));
     }
