@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
 use std::ops::Range;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// What an [`Archive`] has read and decoded since it was opened.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -97,8 +97,9 @@ pub struct Archive<R> {
     archive_len: u64,
     /// Tensors by data offset; empty for generic archives.
     tensors: Vec<TensorInfo>,
-    /// The kept header's `__metadata__`, if it has one.
-    metadata: Option<BTreeMap<String, String>>,
+    /// The kept header's metadata, made on first use: a GGUF vocabulary as text takes longer
+    /// than a small file's decode.
+    metadata: OnceLock<Option<BTreeMap<String, String>>>,
     stats: AccessStats,
     /// The last block decoded, kept because consecutive small tensors often share one.
     cache: Option<(usize, Vec<u8>)>,
@@ -184,7 +185,6 @@ impl<R: Read + Seek + Send> Archive<R> {
         let footer = Footer::read_from_end(&mut input, archive_len)?;
         check_index(&header, &footer)?;
         let tensors = header.tensors()?;
-        let metadata = kept_metadata(&header)?;
         let spans = spans_of(&header, &tensors)?;
         // The default budget takes one block in flight however large (a base's blocks of
         // 64 MiB need more than the default).
@@ -197,7 +197,7 @@ impl<R: Read + Seek + Send> Archive<R> {
             footer,
             archive_len,
             tensors,
-            metadata,
+            metadata: OnceLock::new(),
             cache: None,
             caching,
             pools: budget.pools(),
@@ -303,7 +303,9 @@ impl<R: Read + Seek + Send> Archive<R> {
     /// are, numbers, booleans and arrays as their JSON text). `None` when there is none (and
     /// for generic archives).
     pub fn metadata(&self) -> Option<&BTreeMap<String, String>> {
-        self.metadata.as_ref()
+        // The kept header parsed when the archive was opened (its tensors), so it parses here.
+        let made = || kept_metadata(&self.header).ok().flatten();
+        self.metadata.get_or_init(made).as_ref()
     }
 
     /// The tensors of a safetensors archive, ordered by data offset (empty for generic ones).

@@ -209,6 +209,18 @@ fn worth_coding(data: &[u8], mode: Mode) -> bool {
 /// if `entropy`, otherwise const or stored.
 fn code_plane(data: &[u8], entropy: bool, mode: Mode, coded: &mut Vec<u8>) -> Codec {
     coded.clear();
+    if entropy && mode == Mode::Fast {
+        // Huffman's streams need the histogram of each quarter: counted once, summed for the
+        // whole.
+        let quarters = huffman::quarter_histograms(data);
+        return code_counted_quarters(
+            data,
+            &huffman::sum_histograms(&quarters),
+            mode,
+            coded,
+            Some(&quarters),
+        );
+    }
     if entropy {
         return code_counted(data, &histogram(data), mode, coded);
     }
@@ -223,6 +235,17 @@ fn code_plane(data: &[u8], entropy: bool, mode: Mode, coded: &mut Vec<u8>) -> Co
 
 /// Entropy-codes a plane whose histogram `hist` is known: const, coded if smaller, or stored.
 fn code_counted(data: &[u8], hist: &[u32; 256], mode: Mode, coded: &mut Vec<u8>) -> Codec {
+    code_counted_quarters(data, hist, mode, coded, None)
+}
+
+/// [`code_counted`], given the histograms of the plane's quarters where they are known.
+fn code_counted_quarters(
+    data: &[u8],
+    hist: &[u32; 256],
+    mode: Mode,
+    coded: &mut Vec<u8>,
+    quarters: Option<&[[u32; 256]; huffman::STREAMS]>,
+) -> Codec {
     coded.clear();
     if let Some(s) = single_symbol(hist) {
         if data.len() > 1 {
@@ -233,7 +256,10 @@ fn code_counted(data: &[u8], hist: &[u32; 256], mode: Mode, coded: &mut Vec<u8>)
     }
     let codec = match mode {
         Mode::Fast => {
-            huffman::encode(data, hist, coded);
+            match quarters {
+                Some(q) => huffman::encode_counted(data, q, coded),
+                None => huffman::encode(data, hist, coded),
+            }
             Codec::Huffman
         }
         Mode::Best => {

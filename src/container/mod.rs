@@ -188,7 +188,7 @@ impl FileHeader {
             mode,
             kind,
             block_size,
-            packed: kept::pack(&prefix),
+            packed: kept::pack(&prefix, mode),
             prefix,
             md5,
             refs,

@@ -254,9 +254,9 @@ pub fn analyze_gguf<R: Read + Seek>(r: &mut R) -> Result<GgufAnalysis> {
             a
         })
         .collect();
-    // As the archive keeps it: deflated by the same packer, with its length field.
-    let header_deflated =
-        kept::pack(&header).map_or(header.len(), |p| p.len() + PACKED_LEN_FIELD) as u64;
+    // As BEST's archive keeps it: deflated by the same packer, with its length field.
+    let header_deflated = kept::pack(&header, crate::Mode::Best)
+        .map_or(header.len(), |p| p.len() + PACKED_LEN_FIELD) as u64;
     Ok(GgufAnalysis {
         file_len,
         version: h.version,

@@ -1,10 +1,115 @@
-//! The Huffman decode loop: four streams decoded interleaved, with unchecked refills and
-//! stores whose bounds are proven per batch, compiled a second time for BMI2 and LZCNT where
-//! the CPU has them. The only `unsafe` of the codec besides the huffjoint kernels.
+//! The Huffman encode and decode loops, each over four streams interleaved. The decode loop
+//! has unchecked refills and stores whose bounds are proven per batch, compiled a second time
+//! for BMI2 and LZCNT where the CPU has them: the only `unsafe` of the codec besides the
+//! huffjoint kernels.
 #![allow(unsafe_code)]
 
 use super::{quarter, DecodeTable, Table, COUNT_SHIFT, LEN_SHIFT, LOOKUP_MASK, MAX_SYMS, STREAMS};
 use crate::error::CodecError;
+
+/// One stream to encode: its symbols, their codes (code in the low 16 bits, length above) and
+/// the bytes the stream takes, known from the histogram.
+pub(crate) struct EncodeLane<'a> {
+    pub(crate) data: &'a [u8],
+    pub(crate) table: &'a [u32; 256],
+    pub(crate) len: usize,
+}
+
+/// A stream being written: its bit accumulator, the bits pending in it, and the byte of the
+/// plane's buffer that the accumulator starts at.
+#[derive(Clone, Copy, Default)]
+struct Writer {
+    acc: u64,
+    bits: u32,
+    pos: usize,
+}
+
+impl Writer {
+    /// Adds the code of `s`.
+    #[inline(always)]
+    fn put(&mut self, table: &[u32; 256], s: u8) {
+        let e = table[s as usize];
+        self.acc |= ((e & 0xFFFF) as u64) << self.bits;
+        self.bits += e >> 16;
+    }
+
+    /// Writes the accumulator at its byte and moves past the whole bytes in it. The store ORs
+    /// the word in: its bytes past the stream's last bit are zeros, and may lie in the next
+    /// stream's bytes, already written.
+    #[inline(always)]
+    fn flush(&mut self, buf: &mut [u8]) {
+        let word: &mut [u8; 8] = (&mut buf[self.pos..self.pos + 8]).try_into().unwrap();
+        *word = (u64::from_le_bytes(*word) | self.acc).to_le_bytes();
+        self.pos += (self.bits >> 3) as usize;
+        self.acc >>= self.bits & !7;
+        self.bits &= 7;
+    }
+}
+
+/// Appends the streams of `lanes` to `out`, one after the other, coding two at a time so that
+/// their dependency chains (position after position) overlap; four at once would spill their
+/// state out of the registers.
+pub(crate) fn encode_lanes(lanes: [EncodeLane; STREAMS], out: &mut Vec<u8>) {
+    let start = out.len();
+    let total: usize = lanes.iter().map(|l| l.len).sum();
+    // Zeros for the ORed stores, and room for the last stream's 8-byte store past its end.
+    out.resize(start + total + 8, 0);
+    let buf = &mut out[start..];
+    let mut at = 0;
+    for pair in lanes.chunks_exact(2) {
+        let mut w = [Writer::default(); 2];
+        w[0].pos = at;
+        w[1].pos = at + pair[0].len;
+        at = w[1].pos + pair[1].len;
+        let ends = [w[1].pos, at];
+        pair_detect(&pair[0], &pair[1], &mut w, buf);
+        let done = pair[1].data.len().min(pair[0].data.len()) / 4 * 4;
+        for ((w, lane), end) in w.iter_mut().zip(pair).zip(ends) {
+            for c in lane.data[done..].chunks(4) {
+                c.iter().for_each(|&s| w.put(lane.table, s));
+                w.flush(buf);
+            }
+            w.pos += w.bits.div_ceil(8) as usize;
+            assert_eq!(
+                w.pos, end,
+                "a Huffman stream's length differs from its histogram's"
+            );
+        }
+    }
+    out.truncate(start + total);
+}
+
+/// Codes the symbols of lanes `a` and `b` in fours, interleaved, while both have four left.
+#[inline(always)]
+fn pair(a: &EncodeLane, b: &EncodeLane, w: &mut [Writer; 2], buf: &mut [u8]) {
+    let [wa, wb] = w;
+    for (ca, cb) in a.data.chunks_exact(4).zip(b.data.chunks_exact(4)) {
+        // At most 7 bits pending + 4 x 12 bits fits the 64-bit accumulator.
+        for k in 0..4 {
+            wa.put(a.table, ca[k]);
+            wb.put(b.table, cb[k]);
+        }
+        wa.flush(buf);
+        wb.flush(buf);
+    }
+}
+
+/// [`pair`] compiled for one-uop variable shifts (BMI2).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "bmi2")]
+unsafe fn pair_bmi2(a: &EncodeLane, b: &EncodeLane, w: &mut [Writer; 2], buf: &mut [u8]) {
+    pair(a, b, w, buf);
+}
+
+/// [`pair`] as compiled for this CPU.
+fn pair_detect(a: &EncodeLane, b: &EncodeLane, w: &mut [Writer; 2], buf: &mut [u8]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("bmi2") {
+        // SAFETY: the CPU has the features `pair_bmi2` is compiled for.
+        return unsafe { pair_bmi2(a, b, w, buf) };
+    }
+    pair(a, b, w, buf);
+}
 
 /// Lookups per stream between refills: a refill leaves at least 56 bits, a lookup takes <= 12.
 const LOOKUPS: usize = 4;

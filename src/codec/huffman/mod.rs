@@ -19,8 +19,7 @@
 mod kernel;
 
 use super::{CodecError, Spec};
-use crate::stats::histogram;
-use kernel::{bulk_detect, decode_lanes, Lane};
+use kernel::{bulk_detect, decode_lanes, encode_lanes, EncodeLane, Lane};
 
 /// The `huffman` codec.
 pub static SPEC: Spec = Spec::plane_coder(2, "huffman", decode);
@@ -186,33 +185,56 @@ pub(crate) fn quarter(n: usize) -> usize {
     n.div_ceil(STREAMS)
 }
 
+/// The ranges of `data` that streams 0 to 3 code.
+fn stream_ranges(n: usize) -> [std::ops::Range<usize>; STREAMS] {
+    let q = quarter(n);
+    std::array::from_fn(|k| (k * q).min(n)..((k + 1) * q).min(n))
+}
+
+/// The histograms of the quarters of `data` that streams 0 to 3 code, counted in one pass
+/// (four tables, so neighbouring equal bytes do not wait on each other's counts).
+pub fn quarter_histograms(data: &[u8]) -> [[u32; 256]; STREAMS] {
+    let ranges = stream_ranges(data.len());
+    let parts: [&[u8]; STREAMS] = std::array::from_fn(|k| &data[ranges[k].clone()]);
+    let common = parts.iter().map(|p| p.len()).min().unwrap_or(0);
+    let mut h = [[0u32; 256]; STREAMS];
+    for i in 0..common {
+        h[0][parts[0][i] as usize] += 1;
+        h[1][parts[1][i] as usize] += 1;
+        h[2][parts[2][i] as usize] += 1;
+        h[3][parts[3][i] as usize] += 1;
+    }
+    for (hist, part) in h.iter_mut().zip(parts) {
+        part[common..].iter().for_each(|&b| hist[b as usize] += 1);
+    }
+    h
+}
+
+/// The sum of `quarters`: the histogram of the whole plane.
+pub fn sum_histograms(quarters: &[[u32; 256]; STREAMS]) -> [u32; 256] {
+    std::array::from_fn(|s| quarters.iter().map(|q| q[s]).sum())
+}
+
 /// Huffman-codes `data` (whose histogram is `hist`), appending the plane payload to `out`.
-///
-/// # Panics
-/// If `hist` is not the histogram of `data` (the streams are sized from it).
 pub fn encode(data: &[u8], hist: &[u32; 256], out: &mut Vec<u8>) {
+    let quarters = quarter_histograms(data);
     debug_assert!(
-        *hist == histogram(data),
+        *hist == sum_histograms(&quarters),
         "hist is not the histogram of data"
     );
-    let q = quarter(data.len());
-    let ranges: [(usize, usize); STREAMS] =
-        std::array::from_fn(|k| ((k * q).min(data.len()), ((k + 1) * q).min(data.len())));
-    // Quarter histograms: three counted, the last one is what remains of the whole.
-    let mut quarters = [[0u32; 256]; STREAMS];
-    for k in 0..STREAMS - 1 {
-        quarters[k] = histogram(&data[ranges[k].0..ranges[k].1]);
-    }
-    let (counted, last) = quarters.split_at_mut(STREAMS - 1);
-    last[0] = *hist;
-    for q in counted.iter() {
-        for (rest, &c) in last[0].iter_mut().zip(q) {
-            // `hist` is the histogram of `data`, so this cannot underflow for a correct caller.
-            *rest = rest.saturating_sub(c);
-        }
-    }
-    let shared = code_lengths(hist, MAX_BITS);
-    let shared_cost = coded_bits(hist, &shared) + 8 * lengths_size(&shared) as u64;
+    encode_counted(data, &quarters, out);
+}
+
+/// Huffman-codes `data`, whose quarters' histograms are `quarters`
+/// ([`quarter_histograms`]), appending the plane payload to `out`.
+///
+/// # Panics
+/// If `quarters` are not the histograms of `data`'s quarters (the streams are sized from them).
+pub fn encode_counted(data: &[u8], quarters: &[[u32; 256]; STREAMS], out: &mut Vec<u8>) {
+    let hist = sum_histograms(quarters);
+    let ranges = stream_ranges(data.len());
+    let shared = code_lengths(&hist, MAX_BITS);
+    let shared_cost = coded_bits(&hist, &shared) + 8 * lengths_size(&shared) as u64;
     let own: [[u8; 256]; STREAMS] = std::array::from_fn(|k| code_lengths(&quarters[k], MAX_BITS));
     let own_cost: u64 = (0..STREAMS)
         .map(|k| coded_bits(&quarters[k], &own[k]) + 8 * lengths_size(&own[k]) as u64)
@@ -220,7 +242,7 @@ pub fn encode(data: &[u8], hist: &[u32; 256], out: &mut Vec<u8>) {
     // An empty quarter (tiny planes) has no code of its own to write. Each table costs the
     // decoder about as much time as decoding tens of thousands of symbols, so four tables must
     // save more than 1/OWN_TABLES_GAIN of the plane's bits.
-    let all_used = ranges.iter().all(|(a, b)| a < b);
+    let all_used = ranges.iter().all(|r| !r.is_empty());
     let own_pays = own_cost + shared_cost / OWN_TABLES_GAIN < shared_cost;
     let tables: &[[u8; 256]] = if all_used && own_pays {
         &own
@@ -231,59 +253,26 @@ pub fn encode(data: &[u8], hist: &[u32; 256], out: &mut Vec<u8>) {
     for lens in tables {
         write_lengths(lens, out);
     }
-    let sizes_at = out.len();
-    out.extend_from_slice(&[0u8; 12]);
-    let mut sizes = [0usize; STREAMS];
-    for (k, size) in sizes.iter_mut().enumerate() {
-        let lens = &tables[k.min(tables.len() - 1)];
-        let codes = canonical_codes(lens);
-        // Code in the low 16 bits, length above: one load per symbol.
-        let table: [u32; 256] = std::array::from_fn(|s| codes[s] as u32 | (lens[s] as u32) << 16);
-        let before = out.len();
-        let bits = coded_bits(&quarters[k], lens);
-        encode_stream(&data[ranges[k].0..ranges[k].1], &table, bits, out);
-        *size = out.len() - before;
+    let lens = |k: usize| &tables[k.min(tables.len() - 1)];
+    let bytes: [usize; STREAMS] =
+        std::array::from_fn(|k| (coded_bits(&quarters[k], lens(k)) as usize).div_ceil(8));
+    for size in &bytes[..STREAMS - 1] {
+        out.extend_from_slice(&(*size as u32).to_le_bytes());
     }
-    for k in 0..3 {
-        out[sizes_at + 4 * k..sizes_at + 4 * k + 4]
-            .copy_from_slice(&(sizes[k] as u32).to_le_bytes());
-    }
-}
-
-/// Appends one LSB-first bit stream; whole bytes are flushed with one 8-byte store.
-/// `bits` is the stream's length in bits, known from the histogram: the buffer is sized (and
-/// zeroed) to it rather than to the worst case.
-fn encode_stream(data: &[u8], table: &[u32; 256], bits: u64, out: &mut Vec<u8>) {
-    let start = out.len();
-    // Room for the last 8-byte store past the end.
-    out.resize(start + (bits as usize).div_ceil(8) + 16, 0);
-    let buf = &mut out[start..];
-    let mut pos = 0usize;
-    let mut acc = 0u64;
-    let mut nbits = 0u32;
-    let put = |acc: &mut u64, nbits: &mut u32, s: u8| {
-        let e = table[s as usize];
-        *acc |= ((e & 0xFFFF) as u64) << *nbits;
-        *nbits += e >> 16;
-    };
-    let mut chunks = data.chunks_exact(4);
-    for c in &mut chunks {
-        // At most 7 bits pending + 4 x 12 bits fits the 64-bit accumulator.
-        put(&mut acc, &mut nbits, c[0]);
-        put(&mut acc, &mut nbits, c[1]);
-        put(&mut acc, &mut nbits, c[2]);
-        put(&mut acc, &mut nbits, c[3]);
-        buf[pos..pos + 8].copy_from_slice(&acc.to_le_bytes());
-        pos += (nbits >> 3) as usize;
-        acc >>= nbits & !7;
-        nbits &= 7;
-    }
-    for &s in chunks.remainder() {
-        put(&mut acc, &mut nbits, s);
-    }
-    buf[pos..pos + 8].copy_from_slice(&acc.to_le_bytes());
-    pos += nbits.div_ceil(8) as usize;
-    out.truncate(start + pos);
+    // Code in the low 16 bits, length above: one load per symbol.
+    let codes: Vec<[u32; 256]> = tables
+        .iter()
+        .map(|lens| {
+            let codes = canonical_codes(lens);
+            std::array::from_fn(|s| codes[s] as u32 | (lens[s] as u32) << 16)
+        })
+        .collect();
+    let lanes: [EncodeLane; STREAMS] = std::array::from_fn(|k| EncodeLane {
+        data: &data[ranges[k].clone()],
+        table: &codes[k.min(codes.len() - 1)],
+        len: bytes[k],
+    });
+    encode_lanes(lanes, out);
 }
 
 /// Bits a decode table looks up at once: every code fits, so a lookup never needs a second
@@ -487,7 +476,7 @@ thread_local! {
 #[cfg(any(test, feature = "internals"))]
 pub fn encode_plain(data: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
-    encode(data, &histogram(data), &mut out);
+    encode_counted(data, &quarter_histograms(data), &mut out);
     out
 }
 
@@ -495,6 +484,7 @@ pub fn encode_plain(data: &[u8]) -> Vec<u8> {
 mod tests {
     use super::kernel::bulk;
     use super::*;
+    use crate::stats::histogram;
     use proptest::prelude::*;
 
     fn kraft(lens: &[u8; 256]) -> u64 {
@@ -514,6 +504,18 @@ mod tests {
         let lens = code_lengths(&hist, MAX_BITS);
         assert!(lens.iter().all(|&l| (1..=12).contains(&l)));
         assert!(kraft(&lens) <= 1 << MAX_BITS);
+    }
+
+    #[test]
+    fn quarter_histograms_count_each_stream_quarter() {
+        for n in 0..40usize {
+            let data: Vec<u8> = (0..n).map(|i| (i * 7 % 5) as u8).collect();
+            let quarters = quarter_histograms(&data);
+            for (q, range) in quarters.iter().zip(stream_ranges(n)) {
+                assert_eq!(*q, histogram(&data[range]), "n={n}");
+            }
+            assert_eq!(sum_histograms(&quarters), histogram(&data), "n={n}");
+        }
     }
 
     #[test]
