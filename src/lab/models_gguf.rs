@@ -5,7 +5,7 @@
 use super::gguf::{analyze_gguf, read_gguf_header, GgufAnalysis};
 use super::models::{adaptive_size, compare_tensors, stored, ModelReport, Tensors};
 use crate::choice::SignModels;
-use crate::codec::{byctx, huffman, range, Codec};
+use crate::codec::{byctx, huffman, range};
 use crate::entropy::model::{AdaptiveModel, BYTE_PARAMS};
 use crate::entropy::rc::Encoder;
 use crate::error::Result;
@@ -72,6 +72,17 @@ pub mod row {
 /// The coder rows: [`row::HUFFMAN`] to [`row::ORDER1`].
 const CODERS: std::ops::Range<usize> = row::HUFFMAN..row::SMALLEST;
 
+/// Short names of the coder rows, from [`row::HUFFMAN`] on.
+const CODER_NAMES: [&str; 7] = [
+    "huffman",
+    "range",
+    "adaptive",
+    "byctx",
+    "previous block",
+    "position",
+    "order 1",
+];
+
 /// One plane of a ggml type's blocks, measured over all the type's archive blocks.
 #[derive(Clone, Debug)]
 pub struct PlaneReport {
@@ -82,6 +93,9 @@ pub struct PlaneReport {
     /// Bytes under each row of [`ROWS`]; `None` where the row does not apply to the plane
     /// (`byctx` to plane 0; the position and order-1 contexts to a byte a ggml block).
     pub sizes: [Option<f64>; ROWS.len()],
+    /// The coder rows that are the smallest ([`row::SMALLEST`]), by short name, and in how many
+    /// archive blocks.
+    pub smallest_coders: Vec<(&'static str, u64)>,
     /// The codecs FAST stores the plane with, and in how many archive blocks.
     pub fast_codecs: Vec<(&'static str, u64)>,
     /// The same for BEST.
@@ -328,11 +342,11 @@ fn for_each_block<R: Read + Seek>(
     Ok(())
 }
 
-/// Counts of the codecs a plane is stored with: adds one for `codec`.
-fn tally(counts: &mut Vec<(&'static str, u64)>, codec: Codec) {
-    match counts.iter_mut().find(|(n, _)| *n == codec.name()) {
+/// Counts of the codecs or coders a plane is coded with: adds one for `name`.
+fn tally(counts: &mut Vec<(&'static str, u64)>, name: &'static str) {
+    match counts.iter_mut().find(|(n, _)| *n == name) {
         Some((_, c)) => *c += 1,
-        None => counts.push((codec.name(), 1)),
+        None => counts.push((name, 1)),
     }
 }
 
@@ -438,6 +452,7 @@ pub fn compare_gguf_models<R: Read + Seek>(r: &mut R, block_size: u32) -> Result
                             row::POSITION | row::ORDER1 if layout.bytes(k) == 1 => None,
                             _ => Some(0.0),
                         }),
+                        smallest_coders: Vec::new(),
                         fast_codecs: Vec::new(),
                         best_codecs: Vec::new(),
                     })
@@ -511,16 +526,20 @@ pub fn compare_gguf_models<R: Read + Seek>(r: &mut R, block_size: u32) -> Result
                 entropy_bits(&histogram(plane)) * plane.len() as f64 / 8.0,
             );
             let mine = tasks.iter().zip(&sizes).filter(|((j, _), _)| *j == k);
-            let mut smallest = usize::MAX;
+            let mut smallest = (usize::MAX, 0);
             for ((_, r), &size) in mine {
                 if let Some(size) = size {
                     add(&mut p.sizes[*r], size as f64);
-                    smallest = smallest.min(size);
+                    smallest = smallest.min((size, *r));
                 }
             }
-            add(&mut p.sizes[row::SMALLEST], smallest as f64);
+            add(&mut p.sizes[row::SMALLEST], smallest.0 as f64);
+            tally(
+                &mut p.smallest_coders,
+                CODER_NAMES[smallest.1 - row::HUFFMAN],
+            );
             add(&mut p.sizes[row::FAST], record.planes[k].coded_len as f64);
-            tally(&mut p.fast_codecs, record.planes[k].codec);
+            tally(&mut p.fast_codecs, record.planes[k].codec.name());
         }
         Ok(())
     })?;
@@ -543,7 +562,7 @@ pub fn compare_gguf_models<R: Read + Seek>(r: &mut R, block_size: u32) -> Result
                     .expect("BEST's ggml blocks are FAST's");
                 for (p, e) in q.report.planes.iter_mut().zip(&record.planes) {
                     add(&mut p.sizes[row::BEST], e.coded_len as f64);
-                    tally(&mut p.best_codecs, e.codec);
+                    tally(&mut p.best_codecs, e.codec.name());
                 }
             }
             None => {

@@ -140,13 +140,14 @@ fn gguf_report(a: &ModelsArgs, rep: &GgufModels) -> Result<String> {
             let total = q.total(r).map_or("-".into(), |b| pct(b, q.bytes));
             writeln!(t, " {total} |")?;
         }
-        for (name, best) in [
-            ("sc fast: codecs (blocks)", false),
-            ("sc best: codecs (blocks)", true),
+        for (name, which) in [
+            ("smallest: coders (blocks)", 0),
+            ("sc fast: codecs (blocks)", 1),
+            ("sc best: codecs (blocks)", 2),
         ] {
             write!(t, "| {name} |")?;
             for p in &q.planes {
-                let codecs = if best { &p.best_codecs } else { &p.fast_codecs };
+                let codecs = [&p.smallest_coders, &p.fast_codecs, &p.best_codecs][which];
                 let list: Vec<String> = codecs.iter().map(|(c, n)| format!("{c} {n}")).collect();
                 write!(t, " {} |", list.join(", "))?;
             }
