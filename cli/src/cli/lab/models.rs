@@ -3,6 +3,7 @@
 //! types' blocks, next to what FAST and BEST store.
 
 use super::analyze::{is_gguf, plain};
+use super::table::Table;
 use crate::cli::{parse_size, print_stdout, with_threads, Common};
 use anyhow::{Context, Result};
 use clap::Args;
@@ -165,24 +166,27 @@ fn gguf_report(a: &ModelsArgs, rep: &GgufModels) -> Result<String> {
         t,
         "The other blocks, as FAST and BEST code them (% of their bytes):\n"
     )?;
-    writeln!(
-        t,
-        "| holding | transform | tensors | bytes | % of file | sc fast | sc best |"
-    )?;
-    writeln!(t, "|---|---|---:|---:|---:|---:|---:|")?;
+    let mut table = Table::new(&[
+        "holding",
+        "transform",
+        ">tensors",
+        ">bytes",
+        ">% of file",
+        ">sc fast",
+        ">sc best",
+    ]);
     for p in &rep.plain {
-        writeln!(
-            t,
-            "| {} | {} | {} | {} | {} | {} | {} |",
-            p.name,
-            p.transform,
-            p.tensors,
-            p.bytes,
+        table.row(vec![
+            p.name.clone(),
+            p.transform.to_string(),
+            p.tensors.to_string(),
+            p.bytes.to_string(),
             pct(p.bytes as f64, file),
             pct(p.fast as f64, p.bytes),
-            pct(p.best as f64, p.bytes)
-        )?;
+            pct(p.best as f64, p.bytes),
+        ]);
     }
+    t += &table.markdown();
     writeln!(t)?;
     match &rep.half {
         Some(h) => {
