@@ -481,3 +481,45 @@ fn analyze_plots_stay_inside_their_folder() {
     inside.sort();
     assert_eq!(inside, ["m.", "m.BF16.svg", "m.unknown-dtype-1.svg"]);
 }
+
+/// `sc models` on a GGUF file: a table per quantized type, a column per plane, with what FAST
+/// and BEST store; a cut file is a one-line error.
+#[test]
+fn models_measures_gguf_planes() {
+    let (_t, d) = workdir();
+    let tiny = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../testdata/tiny.gguf"
+    ))
+    .unwrap();
+    std::fs::write(d.join("tiny.gguf"), &tiny).unwrap();
+    let out = ok(sc(&d, &["models", "-T", "1", "tiny.gguf"]), "models");
+    for ty in ["Q4_0", "Q4_1", "Q5_0", "Q8_0", "Q4_K", "Q6_K"] {
+        assert!(out.contains(&format!("\n{ty}: 1 tensors")), "{ty}:\n{out}");
+    }
+    let q8 = &out[out.find("\nQ8_0:").unwrap()..];
+    assert_eq!(
+        row(q8, &["model variant"])[1..4],
+        ["d high byte", "d low byte", "qs"]
+    );
+    // Every row has a cell per plane and one for the type; byctx codes no plane 0.
+    let byctx = row(
+        q8,
+        &["byctx: given the block's scale high byte, plane 0 (sc best's model)"],
+    );
+    assert_eq!((byctx.len(), byctx[1].as_str()), (6, "-"));
+    let fast: f64 = row(q8, &["sc fast: as the archive stores it"])[4]
+        .parse()
+        .unwrap();
+    assert!(fast > 0.0 && fast <= 100.0, "{out}");
+    assert!(out.contains("No F16 or BF16 tensors"), "{out}");
+    assert_eq!(row(&out, &["F32"])[1], "exp32");
+    for cut in [100, tiny.len() - 1] {
+        std::fs::write(d.join("cut.gguf"), &tiny[..cut]).unwrap();
+        let err = fails(sc(&d, &["models", "cut.gguf"]), "cut GGUF");
+        assert!(
+            err.contains("cut.gguf") && err.contains("not a GGUF file"),
+            "{err}"
+        );
+    }
+}

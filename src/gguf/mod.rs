@@ -545,4 +545,4 @@ fn validate(
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -154,12 +154,15 @@ pub fn alphabet_bits(packing: Packing) -> u32 {
     }
 }
 
-/// Measures every tensor of the GGUF file `r`, one tensor in memory at a time.
+/// Bytes of a tensor read at a time (rounded down to whole ggml blocks).
+const READ_CHUNK: usize = 1 << 20;
+
+/// Measures every tensor of the GGUF file `r`, a megabyte of a tensor in memory at a time.
 pub fn analyze_gguf<R: Read + Seek>(r: &mut R) -> Result<GgufAnalysis> {
     let (h, header) = read_gguf_header(r)?;
     let file_len = r.seek(SeekFrom::End(0))?;
     let mut types: Vec<(TypeAnalysis, Vec<Vec<u64>>)> = Vec::new();
-    let mut joined = Vec::new();
+    let (mut joined, mut data) = (Vec::new(), Vec::new());
     let mut tensor_bytes = 0u64;
     for t in &h.tensors {
         let gt = t.ggml_type;
@@ -209,33 +212,42 @@ pub fn analyze_gguf<R: Read + Seek>(r: &mut R) -> Result<GgufAnalysis> {
             }
         };
         let len = t.range.end - t.range.start;
-        let mut data = vec![0u8; len as usize];
-        r.seek(SeekFrom::Start(t.range.start))?;
-        read_exact_or(r, &mut data, "GGUF tensor data")?;
         tensor_bytes += len;
         let (a, pooled) = &mut types[k];
         a.tensors += 1;
         a.bytes += len;
-        let blocks = (data.len() / gt.block_bytes as usize) as u64;
+        let width = gt.block_bytes as usize;
+        let blocks = len / width as u64;
         let mut hists: Vec<Vec<u64>> = fields
             .iter()
-            .map(|f| {
-                let mut hist = vec![0u64; 1 << alphabet_bits(f.packing)];
-                count(&data, gt.block_bytes as usize, f, &mut hist);
-                hist
-            })
+            .map(|f| vec![0u64; 1 << alphabet_bits(f.packing)])
             .collect();
         let mut lens: Vec<u64> = fields.iter().map(|f| f.len as u64).collect();
-        if joined_quant_bits(gt).is_some() {
-            let mut hist = vec![0u64; 256];
-            joined.resize(gt.block_values as usize, 0);
-            for block in data.chunks_exact(gt.block_bytes as usize) {
-                join_quants(gt, block, &mut joined);
-                joined.iter().for_each(|&q| hist[q as usize] += 1);
-            }
-            hists.push(hist);
+        let join = joined_quant_bits(gt).is_some();
+        if join {
+            hists.push(vec![0u64; 256]);
             let quant_bytes = fields.iter().filter(|f| f.name.starts_with('q'));
             lens.push(quant_bytes.map(|f| f.len as u64).sum());
+            joined.resize(gt.block_values as usize, 0);
+        }
+        // A chunk of whole blocks at a time: memory stays bounded whatever the tensor's size.
+        let chunk = (READ_CHUNK / width).max(1) * width;
+        r.seek(SeekFrom::Start(t.range.start))?;
+        let mut left = len;
+        while left > 0 {
+            data.resize(left.min(chunk as u64) as usize, 0);
+            read_exact_or(r, &mut data, "GGUF tensor data")?;
+            left -= data.len() as u64;
+            for (f, hist) in fields.iter().zip(&mut hists) {
+                count(&data, width, f, hist);
+            }
+            if join {
+                let hist = hists.last_mut().expect("the joined quants' histogram");
+                for block in data.chunks_exact(width) {
+                    join_quants(gt, block, &mut joined);
+                    joined.iter().for_each(|&q| hist[q as usize] += 1);
+                }
+            }
         }
         for (((hist, len), fa), pool) in hists.iter().zip(lens).zip(&mut a.fields).zip(pooled) {
             let n: u64 = hist.iter().sum();

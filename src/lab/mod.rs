@@ -3,6 +3,7 @@
 
 pub mod gguf;
 pub mod models;
+pub mod models_gguf;
 pub mod shuffle;
 
 use crate::error::Error;

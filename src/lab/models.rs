@@ -76,7 +76,7 @@ const CTX_TENSORS: [&str; 3] = [
 ];
 
 /// Coded size of a plane as the pipeline would store it (const, coded, or raw if smaller).
-fn stored(plane: &[u8], coded: usize) -> usize {
+pub(super) fn stored(plane: &[u8], coded: usize) -> usize {
     if plane.len() > 1 && plane.iter().all(|&b| b == plane[0]) {
         1
     } else {
@@ -85,7 +85,7 @@ fn stored(plane: &[u8], coded: usize) -> usize {
 }
 
 /// Plane `p` coded adaptively as the pipeline would store it.
-fn adaptive_size(p: &[u8]) -> usize {
+pub(super) fn adaptive_size(p: &[u8]) -> usize {
     let mut out = Vec::new();
     let ok = adaptive::encode(p, &mut out);
     stored(p, if ok { out.len() } else { p.len() })
@@ -193,10 +193,10 @@ fn variant_sizes(raw: &[u8], rows: [Rows; 2]) -> [usize; 16] {
 /// 2-byte values that do not overlap.
 fn ctx_tensors_size<R: Read + Seek>(
     r: &mut R,
-    header: &Header,
+    tensors: &Tensors,
     block_size: u32,
 ) -> Result<([usize; 3], u64, u64)> {
-    let base = header.prefix_len();
+    let Tensors { header, base, kind } = *tensors;
     let end = base + header.tensors.last().map_or(0, |t| t.end);
     let plan = Planner::with_refs(
         Some(header),
@@ -204,7 +204,7 @@ fn ctx_tensors_size<R: Read + Seek>(
         block_size,
         &Spans::default(),
         Mode::Best,
-        crate::Kind::Safetensors,
+        kind,
     );
     let (mut bytes, mut values, mut blocks) = ([0; 3], 0, 0);
     let (mut raw, mut exp, mut scratch) = (Vec::new(), vec![Vec::new(), Vec::new()], Vec::new());
@@ -246,7 +246,30 @@ fn ctx_tensors_size<R: Read + Seek>(
 pub fn compare_models<R: Read + Seek>(r: &mut R, block_size: u32) -> Result<ModelReport> {
     EncodeOptions::check_block_size(block_size)?;
     let (header, _) = read_file_header(r)?;
-    let base = header.prefix_len();
+    let tensors = Tensors {
+        header: &header,
+        base: header.prefix_len(),
+        kind: crate::Kind::Safetensors,
+    };
+    compare_tensors(r, &tensors, block_size)
+}
+
+/// The tensors of a file as the archive plans them: their header (offsets from `base`, where
+/// the tensor data starts) and the kind of file they are in.
+#[derive(Clone, Copy)]
+pub(super) struct Tensors<'h> {
+    pub header: &'h Header,
+    pub base: u64,
+    pub kind: crate::Kind,
+}
+
+/// [`compare_models`] over the BF16 and F16 tensors of `tensors`, in the file `r`.
+pub(super) fn compare_tensors<R: Read + Seek>(
+    r: &mut R,
+    tensors: &Tensors,
+    block_size: u32,
+) -> Result<ModelReport> {
+    let Tensors { header, base, .. } = *tensors;
     let block = (block_size & !1) as u64;
     let mut global = [[0u64; 256]; 4];
     let mut joint = vec![0u64; 1 << 16];
@@ -297,7 +320,7 @@ pub fn compare_models<R: Read + Seek>(r: &mut R, block_size: u32) -> Result<Mode
             "the file has no BF16 or F16 tensors to model".into(),
         ));
     }
-    let (ctx_sizes, ctx_values, best_blocks) = ctx_tensors_size(r, &header, block_size)?;
+    let (ctx_sizes, ctx_values, best_blocks) = ctx_tensors_size(r, tensors, block_size)?;
     // The last row compares like for like only over the same values (ctx_tensors_size says
     // why it does); a plan that mixed other bytes into those blocks would be a planner bug.
     debug_assert_eq!(

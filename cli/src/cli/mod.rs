@@ -104,8 +104,8 @@ enum Command {
     Manpage(docs::ManpageArgs),
     /// Print help: sc's, a command's, or a topic's (formats: which split each dtype gets)
     Help(docs::HelpArgs),
-    /// Bits per value of each model variant on a safetensors file's BF16/F16 tensors, next to
-    /// the order-0 entropies
+    /// Bits per value of each model variant on a safetensors file's BF16/F16 tensors, or on
+    /// each plane of a GGUF file's quantized blocks, next to the order-0 entropies
     #[command(hide = true)]
     Models(lab::models::ModelsArgs),
     /// Entropy of each byte plane, the exponent and sign/mantissa, conditional entropies and

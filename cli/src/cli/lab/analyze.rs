@@ -25,7 +25,7 @@ pub struct AnalyzeArgs {
 
 /// A library error as a message: the library's own "invalid argument: " prefix would only be
 /// noise in front of "not a safetensors file".
-fn plain(e: sc::Error) -> anyhow::Error {
+pub(super) fn plain(e: sc::Error) -> anyhow::Error {
     match e {
         sc::Error::InvalidArgument(m) => anyhow::anyhow!(m),
         e => e.into(),
@@ -95,7 +95,7 @@ pub fn run(a: &AnalyzeArgs) -> Result<()> {
 }
 
 /// Whether `path` starts with GGUF's magic bytes.
-fn is_gguf(path: &Path) -> Result<bool> {
+pub(super) fn is_gguf(path: &Path) -> Result<bool> {
     let mut magic = [0u8; 4];
     let n = std::io::Read::read(&mut open(path)?, &mut magic)
         .with_context(|| format!("cannot read {}", path.display()))?;
