@@ -1374,7 +1374,7 @@ fn crafted_deflated_kept_headers_fail_cleanly() {
     let fx = small_fixture();
     assert!(fx.packed);
     let body = &fx.archive[fx.header_len..];
-    let kept = sc::container::kept::pack(&fx.original[..fx.prefix_len]).unwrap();
+    let kept = sc::container::kept::pack(&fx.original[..fx.prefix_len], sc::Mode::Best).unwrap();
     let p = fx.prefix_len as u64;
     let named = |e: &Error| e.to_string().contains("kept safetensors header corrupt");
     let mut cases: Vec<(String, u64, Vec<u8>)> = vec![
@@ -1387,7 +1387,7 @@ fn crafted_deflated_kept_headers_fail_cleanly() {
     // A stream that makes 1 MiB of zeros, under a claim of the format's limit.
     let mut zeros = ((1u64 << 20) - 8).to_le_bytes().to_vec();
     zeros.resize(1 << 20, 0);
-    let bomb = sc::container::kept::pack(&zeros).unwrap();
+    let bomb = sc::container::kept::pack(&zeros, sc::Mode::Best).unwrap();
     cases.push(("1 MiB under a 100 MiB claim".into(), (100 << 20) + 8, bomb));
     for (case, claim, packed) in cases {
         let mut bad = crafted_packed_header(claim, &packed);
