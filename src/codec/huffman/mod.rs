@@ -180,6 +180,14 @@ fn coded_bits(hist: &[u32; 256], lens: &[u8; 256]) -> u64 {
         .sum()
 }
 
+/// Bits an ideal order-0 coder spends on the symbols counted in `hist`:
+/// `n log2 n - sum of c log2 c`.
+fn ideal_bits(hist: &[u32; 256]) -> f64 {
+    let xlogx = |c: f64| if c > 0.0 { c * c.log2() } else { 0.0 };
+    let n: u64 = hist.iter().map(|&c| c as u64).sum();
+    xlogx(n as f64) - hist.iter().map(|&c| xlogx(c as f64)).sum::<f64>()
+}
+
 /// Start of each stream's quarter of a plane of `n` symbols.
 pub(crate) fn quarter(n: usize) -> usize {
     n.div_ceil(STREAMS)
@@ -235,19 +243,25 @@ pub fn encode_counted(data: &[u8], quarters: &[[u32; 256]; STREAMS], out: &mut V
     let ranges = stream_ranges(data.len());
     let shared = code_lengths(&hist, MAX_BITS);
     let shared_cost = coded_bits(&hist, &shared) + 8 * lengths_size(&shared) as u64;
-    let own: [[u8; 256]; STREAMS] = std::array::from_fn(|k| code_lengths(&quarters[k], MAX_BITS));
-    let own_cost: u64 = (0..STREAMS)
-        .map(|k| coded_bits(&quarters[k], &own[k]) + 8 * lengths_size(&own[k]) as u64)
-        .sum();
     // An empty quarter (tiny planes) has no code of its own to write. Each table costs the
     // decoder about as much time as decoding tens of thousands of symbols, so four tables must
-    // save more than 1/OWN_TABLES_GAIN of the plane's bits.
+    // save more than 1/OWN_TABLES_GAIN of the plane's bits. Building them costs the encoder
+    // more than counting, so they are built only where an ideal coder saves half that.
     let all_used = ranges.iter().all(|r| !r.is_empty());
-    let own_pays = own_cost + shared_cost / OWN_TABLES_GAIN < shared_cost;
-    let tables: &[[u8; 256]] = if all_used && own_pays {
-        &own
-    } else {
-        std::slice::from_ref(&shared)
+    let ideal_saving = ideal_bits(&hist) - quarters.iter().map(ideal_bits).sum::<f64>();
+    let may_pay = ideal_saving >= (shared_cost / (2 * OWN_TABLES_GAIN)) as f64;
+    let own: Option<[[u8; 256]; STREAMS]> = (all_used && may_pay).then(|| {
+        std::array::from_fn(|k| code_lengths(&quarters[k], MAX_BITS))
+    });
+    let own_pays = |own: &[[u8; 256]; STREAMS]| {
+        let own_cost: u64 = (0..STREAMS)
+            .map(|k| coded_bits(&quarters[k], &own[k]) + 8 * lengths_size(&own[k]) as u64)
+            .sum();
+        own_cost + shared_cost / OWN_TABLES_GAIN < shared_cost
+    };
+    let tables: &[[u8; 256]] = match &own {
+        Some(own) if own_pays(own) => own,
+        _ => std::slice::from_ref(&shared),
     };
     out.push(tables.len() as u8);
     for lens in tables {

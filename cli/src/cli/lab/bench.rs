@@ -344,7 +344,8 @@ fn notes(a: &BenchArgs, missing: &BTreeSet<&str>, steal: Option<f64>) -> String 
     let threads = measure::threads(a.threads);
     let mut s = format!(
         "Median of {} alternating runs; each tool runs as a whole process from file to file, \
-         page cache warm; MB/s is original bytes / 10^6 per second in both directions. Peak MB is \
+         page cache warm and nothing left to write back (sync before each step); MB/s is \
+         original bytes / 10^6 per second in both directions. Peak MB is \
          the largest resident set of the process over the runs (wait4 rusage), summed over the \
          two processes of a pipeline. Every restored file was compared byte for byte with the \
          original. sc uses {threads}; zstd and xz run with -T1; bzip2, gzip and cp are \

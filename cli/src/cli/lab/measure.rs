@@ -316,7 +316,12 @@ fn run_once(original: &Path, trial: &Trial, tally: &mut Tally) -> Result<()> {
     // Every tool writes a new file: replacing one costs ext4 an early writeback, and tools
     // differ in how they replace (rename over it, or truncate it).
     let _ = std::fs::remove_file(&trial.archive);
+    // Each step starts with nothing left to write back: the gigabytes the tools before it
+    // wrote would otherwise be flushed while it runs, taking a core from whichever tool uses
+    // them all (its own output's writeback still counts against it).
+    flush_all();
     let enc = run(&trial.encode)?;
+    flush_all();
     let dec = run(&trial.decode)?;
     if !same_contents(original, &trial.restored)? {
         bail!("the restored file differs from the original");
@@ -329,6 +334,12 @@ fn run_once(original: &Path, trial: &Trial, tally: &mut Tally) -> Result<()> {
     // The next run writes it again; meanwhile it need not take disk space.
     std::fs::remove_file(&trial.restored)?;
     Ok(())
+}
+
+/// Writes every file's dirty pages back to disk (sync(2)); the page cache stays warm.
+fn flush_all() {
+    // SAFETY: sync(2) takes no arguments and cannot fail.
+    unsafe { libc::sync() }
 }
 
 #[cfg(test)]

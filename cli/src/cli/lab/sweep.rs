@@ -108,7 +108,8 @@ pub fn run(a: &SweepArgs) -> Result<()> {
         let threads = measure::threads(a.threads);
         out += &format!(
             "\nMedian of {} alternating runs of `sc encode` and `sc decode` as whole processes \
-             from file to file, page cache warm, sc using {threads}; MB/s is original bytes / \
+             from file to file, page cache warm and nothing left to write back (sync before \
+             each step), sc using {threads}; MB/s is original bytes / \
              10^6 per second. Framing is the archive's block records, index, fixed header and \
              trailer, as % of the original (code tables are inside the coded planes and show in size %). \
              Peak MB is the largest resident set of the sc process over the runs (wait4 rusage). \
