@@ -313,44 +313,7 @@ pub fn joined_quant_bits(t: &GgmlType) -> Option<u32> {
 /// `out` (one entry per value of the block, in the block's value order). Returns `false` for
 /// other types.
 pub fn join_quants(t: &GgmlType, block: &[u8], out: &mut [u8]) -> bool {
-    let bit = |bits: &[u8], k: usize| (bits[k / 8] >> (k % 8)) & 1;
-    match t.name {
-        "Q5_0" | "Q5_1" => {
-            let (qh, qs) = if t.name == "Q5_0" {
-                (&block[2..6], &block[6..22])
-            } else {
-                (&block[4..8], &block[8..24])
-            };
-            for (j, &q) in qs.iter().enumerate() {
-                out[j] = (q & 0xf) | bit(qh, j) << 4;
-                out[j + 16] = (q >> 4) | bit(qh, j + 16) << 4;
-            }
-        }
-        "Q5_K" => {
-            let (qh, qs) = (&block[16..48], &block[48..176]);
-            for (g, ql) in qs.chunks_exact(32).enumerate() {
-                for (l, &q) in ql.iter().enumerate() {
-                    out[64 * g + l] = (q & 0xf) | ((qh[l] >> (2 * g)) & 1) << 4;
-                    out[64 * g + 32 + l] = (q >> 4) | ((qh[l] >> (2 * g + 1)) & 1) << 4;
-                }
-            }
-        }
-        "Q6_K" => {
-            for half in 0..2 {
-                let ql = &block[64 * half..64 * half + 64];
-                let qh = &block[128 + 32 * half..128 + 32 * half + 32];
-                let out = &mut out[128 * half..128 * half + 128];
-                for l in 0..32 {
-                    out[l] = (ql[l] & 0xf) | (qh[l] & 3) << 4;
-                    out[l + 32] = (ql[l + 32] & 0xf) | ((qh[l] >> 2) & 3) << 4;
-                    out[l + 64] = (ql[l] >> 4) | ((qh[l] >> 4) & 3) << 4;
-                    out[l + 96] = (ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4;
-                }
-            }
-        }
-        _ => return false,
-    }
-    true
+    joining(t).map(|j| (j.join)(block, out)).is_some()
 }
 
 /// The inverse of [`join_quants`]: writes the low and high bits of each quant of `values` (one
@@ -358,48 +321,137 @@ pub fn join_quants(t: &GgmlType, block: &[u8], out: &mut [u8]) -> bool {
 /// ignored) into their fields of `block`, leaving its other bytes as they are. Returns `false`
 /// for types without joined quants.
 pub fn unjoin_quants(t: &GgmlType, values: &[u8], block: &mut [u8]) -> bool {
-    match t.name {
-        "Q5_0" | "Q5_1" => {
-            let at = if t.name == "Q5_0" { 2 } else { 4 };
-            let (qh, qs) = block[at..at + 20].split_at_mut(4);
-            let mut high = 0u32;
-            for j in 0..16 {
-                let (a, b) = (values[j], values[j + 16]);
-                qs[j] = (a & 0xf) | (b & 0xf) << 4;
-                high |= u32::from(a >> 4 & 1) << j | u32::from(b >> 4 & 1) << (j + 16);
-            }
-            qh.copy_from_slice(&high.to_le_bytes());
-        }
-        "Q5_K" => {
-            let (qh, qs) = block[16..176].split_at_mut(32);
-            qh.fill(0);
-            for (g, ql) in qs.chunks_exact_mut(32).enumerate() {
-                for (l, q) in ql.iter_mut().enumerate() {
-                    let (a, b) = (values[64 * g + l], values[64 * g + 32 + l]);
-                    *q = (a & 0xf) | (b & 0xf) << 4;
-                    qh[l] |= (a >> 4 & 1) << (2 * g) | (b >> 4 & 1) << (2 * g + 1);
-                }
-            }
-        }
-        "Q6_K" => {
-            for half in 0..2 {
-                let v = &values[128 * half..128 * half + 128];
-                let (lows, highs) = block.split_at_mut(128);
-                let ql = &mut lows[64 * half..64 * half + 64];
-                let qh = &mut highs[32 * half..32 * half + 32];
-                for l in 0..32 {
-                    ql[l] = (v[l] & 0xf) | (v[l + 64] & 0xf) << 4;
-                    ql[l + 32] = (v[l + 32] & 0xf) | (v[l + 96] & 0xf) << 4;
-                    qh[l] = (v[l] >> 4 & 3)
-                        | (v[l + 32] >> 4 & 3) << 2
-                        | (v[l + 64] >> 4 & 3) << 4
-                        | (v[l + 96] >> 4 & 3) << 6;
-                }
-            }
-        }
-        _ => return false,
+    joining(t).map(|j| (j.unjoin)(values, block)).is_some()
+}
+
+/// How the quants of a type of [`joined_quant_bits`] are joined: one block at a time, by
+/// functions found once per type rather than once per block.
+#[derive(Clone, Copy, Debug)]
+pub struct Joining {
+    /// [`join_quants`] for the type: a block, then its values.
+    pub join: fn(&[u8], &mut [u8]),
+    /// [`unjoin_quants`] for the type: the values, then the block.
+    pub unjoin: fn(&[u8], &mut [u8]),
+}
+
+/// Q5_0's joining.
+pub const JOIN_Q5_0: Joining = Joining {
+    join: join_q5::<2>,
+    unjoin: unjoin_q5::<2>,
+};
+/// Q5_1's joining.
+pub const JOIN_Q5_1: Joining = Joining {
+    join: join_q5::<4>,
+    unjoin: unjoin_q5::<4>,
+};
+/// Q5_K's joining.
+pub const JOIN_Q5_K: Joining = Joining {
+    join: join_q5_k,
+    unjoin: unjoin_q5_k,
+};
+/// Q6_K's joining.
+pub const JOIN_Q6_K: Joining = Joining {
+    join: join_q6_k,
+    unjoin: unjoin_q6_k,
+};
+
+/// The joining of `t`'s quants, `None` for types without joined quants.
+pub fn joining(t: &GgmlType) -> Option<Joining> {
+    Some(match t.name {
+        "Q5_0" => JOIN_Q5_0,
+        "Q5_1" => JOIN_Q5_1,
+        "Q5_K" => JOIN_Q5_K,
+        "Q6_K" => JOIN_Q6_K,
+        _ => return None,
+    })
+}
+
+/// Q5_0 and Q5_1, whose 32 high bits (`u32`) start at byte `AT` and whose 16 bytes of low
+/// nibbles follow: value `j` is byte `j`'s low nibble, value `j + 16` its high one.
+fn join_q5<const AT: usize>(block: &[u8], out: &mut [u8]) {
+    let high = u32::from_le_bytes(block[AT..AT + 4].try_into().unwrap());
+    let qs: &[u8; 16] = block[AT + 4..AT + 20].try_into().unwrap();
+    let (lo, hi) = out[..32].split_at_mut(16);
+    for j in 0..16 {
+        lo[j] = (qs[j] & 0xf) | ((high >> j) as u8 & 1) << 4;
+        hi[j] = (qs[j] >> 4) | ((high >> (j + 16)) as u8 & 1) << 4;
     }
-    true
+}
+
+/// Bit 4 of each of the 8 bytes of `x`, gathered into one byte (byte `i`'s bit as bit `i`).
+fn bits_4(x: u64) -> u8 {
+    // Each byte's bit lands at bit 56 + i of the product, and no two products share a bit.
+    (((x >> 4) & 0x0101_0101_0101_0101).wrapping_mul(0x0102_0408_1020_4080) >> 56) as u8
+}
+
+fn unjoin_q5<const AT: usize>(values: &[u8], block: &mut [u8]) {
+    let v: &[u8; 32] = values[..32].try_into().unwrap();
+    let mut high = [0u8; 4];
+    for (k, h) in high.iter_mut().enumerate() {
+        *h = bits_4(u64::from_le_bytes(v[8 * k..8 * k + 8].try_into().unwrap()));
+    }
+    let (qh, qs) = block[AT..AT + 20].split_at_mut(4);
+    qh.copy_from_slice(&high);
+    for j in 0..16 {
+        qs[j] = (v[j] & 0xf) | (v[j + 16] & 0xf) << 4;
+    }
+}
+
+/// Q5_K: 32 bytes of high bits from byte 16, then 128 bytes of low nibbles in 4 groups of 32;
+/// group `g` holds values `64 g + l` (low nibble) and `64 g + 32 + l` (high nibble), whose high
+/// bits are bits `2 g` and `2 g + 1` of high byte `l`.
+fn join_q5_k(block: &[u8], out: &mut [u8]) {
+    let (qh, qs) = (&block[16..48], &block[48..176]);
+    for (g, ql) in qs.chunks_exact(32).enumerate() {
+        for (l, &q) in ql.iter().enumerate() {
+            out[64 * g + l] = (q & 0xf) | ((qh[l] >> (2 * g)) & 1) << 4;
+            out[64 * g + 32 + l] = (q >> 4) | ((qh[l] >> (2 * g + 1)) & 1) << 4;
+        }
+    }
+}
+
+fn unjoin_q5_k(values: &[u8], block: &mut [u8]) {
+    let (qh, qs) = block[16..176].split_at_mut(32);
+    qh.fill(0);
+    for (g, ql) in qs.chunks_exact_mut(32).enumerate() {
+        for (l, q) in ql.iter_mut().enumerate() {
+            let (a, b) = (values[64 * g + l], values[64 * g + 32 + l]);
+            *q = (a & 0xf) | (b & 0xf) << 4;
+            qh[l] |= (a >> 4 & 1) << (2 * g) | (b >> 4 & 1) << (2 * g + 1);
+        }
+    }
+}
+
+/// Q6_K: 128 bytes of low nibbles, then 64 of 2-bit high parts, in two halves of 128 values.
+fn join_q6_k(block: &[u8], out: &mut [u8]) {
+    for half in 0..2 {
+        let ql: &[u8; 64] = block[64 * half..64 * half + 64].try_into().unwrap();
+        let qh: &[u8; 32] = block[128 + 32 * half..160 + 32 * half].try_into().unwrap();
+        let out: &mut [u8; 128] = (&mut out[128 * half..128 * half + 128]).try_into().unwrap();
+        for l in 0..32 {
+            out[l] = (ql[l] & 0xf) | (qh[l] & 3) << 4;
+            out[l + 32] = (ql[l + 32] & 0xf) | ((qh[l] >> 2) & 3) << 4;
+            out[l + 64] = (ql[l] >> 4) | ((qh[l] >> 4) & 3) << 4;
+            out[l + 96] = (ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4;
+        }
+    }
+}
+
+fn unjoin_q6_k(values: &[u8], block: &mut [u8]) {
+    for half in 0..2 {
+        let v: &[u8; 128] = values[128 * half..128 * half + 128].try_into().unwrap();
+        let (lows, highs) = block.split_at_mut(128);
+        let ql: &mut [u8; 64] = (&mut lows[64 * half..64 * half + 64]).try_into().unwrap();
+        let qh: &mut [u8; 32] = (&mut highs[32 * half..32 * half + 32]).try_into().unwrap();
+        for l in 0..32 {
+            ql[l] = (v[l] & 0xf) | (v[l + 64] & 0xf) << 4;
+            ql[l + 32] = (v[l + 32] & 0xf) | (v[l + 96] & 0xf) << 4;
+            qh[l] = (v[l] >> 4 & 3)
+                | (v[l + 32] >> 4 & 3) << 2
+                | (v[l + 64] >> 4 & 3) << 4
+                | (v[l + 96] >> 4 & 3) << 6;
+        }
+    }
 }
 
 #[cfg(test)]

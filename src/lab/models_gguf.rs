@@ -197,7 +197,7 @@ impl GgufModels {
 fn plane_name(layout: &Layout, k: usize) -> String {
     let t = layout.ggml();
     let (at, len, step) = match layout.planes[k] {
-        Piece::Joined => {
+        Piece::Joined(_) => {
             let bits = joined_quant_bits(t).unwrap_or(8);
             return format!("quants joined {bits}-bit");
         }

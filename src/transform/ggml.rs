@@ -4,16 +4,16 @@
 //!
 //! An F16 scale becomes two planes, its high byte (sign, exponent, top mantissa bits) and its
 //! low byte; 4-bit quants stay as the bytes that pack them in pairs; 5- and 6-bit quants are
-//! joined with their high bits into one byte per value ([`join_quants`]); packed 6-bit scales
+//! joined with their high bits into one byte per value ([`Joining`]); packed 6-bit scales
 //! and the other fields stay bytes. One ggml block is the transform's unit: plane `k` holds
 //! `bytes(k)` bytes per unit. Planes 0 and 1 are the high and low bytes of the block's (first)
 //! scale, or of Q8_K's F32 scale the top two, so that BEST may code the low byte given the
 //! high one (codec `byctx`).
 
-use crate::gguf::types::{join_quants, unjoin_quants, GgmlType, TYPES};
+use crate::gguf::types::{GgmlType, Joining, JOIN_Q5_0, JOIN_Q5_1, JOIN_Q5_K, JOIN_Q6_K, TYPES};
 
 /// One plane of a ggml block layout.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub enum Piece {
     /// `len` bytes of each block, from offset `at` on, every `step` bytes.
     Bytes {
@@ -24,8 +24,9 @@ pub enum Piece {
         /// Distance between them.
         step: u8,
     },
-    /// The block's quants joined with their high bits, one byte per value.
-    Joined,
+    /// The block's quants joined with their high bits, one byte per value, as the type's
+    /// joining does it.
+    Joined(Joining),
 }
 
 const fn bytes(at: u16, len: u16) -> Piece {
@@ -68,11 +69,11 @@ pub const LAYOUTS: [Layout; 12] = [
     },
     Layout {
         ty: named("Q5_0"),
-        planes: &[hi(0), lo(0), Piece::Joined],
+        planes: &[hi(0), lo(0), Piece::Joined(JOIN_Q5_0)],
     },
     Layout {
         ty: named("Q5_1"),
-        planes: &[hi(0), lo(0), hi(2), lo(2), Piece::Joined],
+        planes: &[hi(0), lo(0), hi(2), lo(2), Piece::Joined(JOIN_Q5_1)],
     },
     Layout {
         ty: named("Q8_0"),
@@ -96,11 +97,18 @@ pub const LAYOUTS: [Layout; 12] = [
     },
     Layout {
         ty: named("Q5_K"),
-        planes: &[hi(0), lo(0), hi(2), lo(2), bytes(4, 12), Piece::Joined],
+        planes: &[
+            hi(0),
+            lo(0),
+            hi(2),
+            lo(2),
+            bytes(4, 12),
+            Piece::Joined(JOIN_Q5_K),
+        ],
     },
     Layout {
         ty: named("Q6_K"),
-        planes: &[hi(208), lo(208), Piece::Joined, bytes(192, 16)],
+        planes: &[hi(208), lo(208), Piece::Joined(JOIN_Q6_K), bytes(192, 16)],
     },
     Layout {
         ty: named("Q8_K"),
@@ -157,7 +165,7 @@ impl Layout {
     pub fn bytes(&self, k: usize) -> usize {
         match self.planes[k] {
             Piece::Bytes { len, .. } => len as usize,
-            Piece::Joined => self.ggml().block_values as usize,
+            Piece::Joined(_) => self.ggml().block_values as usize,
         }
     }
 
@@ -178,9 +186,7 @@ impl Layout {
                     let from = b[at as usize..].iter().step_by(step as usize);
                     p.iter_mut().zip(from).for_each(|(o, &v)| *o = v);
                 }),
-                Piece::Joined => blocks.for_each(|(b, p)| {
-                    join_quants(t, b, p);
-                }),
+                Piece::Joined(Joining { join, .. }) => blocks.for_each(|(b, p)| join(b, p)),
             }
         }
     }
@@ -200,9 +206,7 @@ impl Layout {
                     let to = b[at as usize..].iter_mut().step_by(step as usize);
                     to.zip(p).for_each(|(o, &v)| *o = v);
                 }),
-                Piece::Joined => blocks.for_each(|(b, p)| {
-                    unjoin_quants(t, p, b);
-                }),
+                Piece::Joined(Joining { unjoin, .. }) => blocks.for_each(|(b, p)| unjoin(p, b)),
             }
         }
     }
@@ -231,6 +235,7 @@ fn copy(to: &mut [u8], from: &[u8], len: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gguf::types::joining;
 
     /// Each layout covers every byte of its block once (the joined quants all bits of the
     /// quant fields), so a block of any bytes splits and merges back.
@@ -250,6 +255,15 @@ mod tests {
                     "{} plane {k}",
                     layout.ggml().name
                 );
+            }
+            // A joined plane joins as its type does.
+            for piece in layout.planes {
+                if let Piece::Joined(j) = piece {
+                    let (mut mine, mut its) = (vec![0; 256], vec![0; 256]);
+                    (j.join)(&raw, &mut mine);
+                    (joining(t).expect("joined quants").join)(&raw, &mut its);
+                    assert_eq!(mine, its, "{}", t.name);
+                }
             }
             let views: Vec<&[u8]> = planes.iter().map(|p| &p[..]).collect();
             let mut out = vec![0u8; raw.len()];

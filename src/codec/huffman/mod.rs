@@ -250,9 +250,8 @@ pub fn encode_counted(data: &[u8], quarters: &[[u32; 256]; STREAMS], out: &mut V
     let all_used = ranges.iter().all(|r| !r.is_empty());
     let ideal_saving = ideal_bits(&hist) - quarters.iter().map(ideal_bits).sum::<f64>();
     let may_pay = ideal_saving >= (shared_cost / (2 * OWN_TABLES_GAIN)) as f64;
-    let own: Option<[[u8; 256]; STREAMS]> = (all_used && may_pay).then(|| {
-        std::array::from_fn(|k| code_lengths(&quarters[k], MAX_BITS))
-    });
+    let own: Option<[[u8; 256]; STREAMS]> = (all_used && may_pay)
+        .then(|| std::array::from_fn(|k| code_lengths(&quarters[k], MAX_BITS)));
     let own_pays = |own: &[[u8; 256]; STREAMS]| {
         let own_cost: u64 = (0..STREAMS)
             .map(|k| coded_bits(&quarters[k], &own[k]) + 8 * lengths_size(&own[k]) as u64)
