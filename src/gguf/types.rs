@@ -369,8 +369,8 @@ pub fn joining(t: &GgmlType) -> Option<Joining> {
 /// Q5_0 and Q5_1, whose 32 high bits (`u32`) start at byte `AT` and whose 16 bytes of low
 /// nibbles follow: value `j` is byte `j`'s low nibble, value `j + 16` its high one.
 fn join_q5<const AT: usize>(block: &[u8], out: &mut [u8]) {
-    let high = u32::from_le_bytes(block[AT..AT + 4].try_into().unwrap());
-    let qs: &[u8; 16] = block[AT + 4..AT + 20].try_into().unwrap();
+    let high = u32::from_le(bytemuck::pod_read_unaligned(&block[AT..AT + 4]));
+    let qs = &block[AT + 4..AT + 20];
     let (lo, hi) = out[..32].split_at_mut(16);
     for j in 0..16 {
         lo[j] = (qs[j] & 0xf) | ((high >> j) as u8 & 1) << 4;
@@ -385,10 +385,10 @@ fn bits_4(x: u64) -> u8 {
 }
 
 fn unjoin_q5<const AT: usize>(values: &[u8], block: &mut [u8]) {
-    let v: &[u8; 32] = values[..32].try_into().unwrap();
+    let v = &values[..32];
     let mut high = [0u8; 4];
-    for (k, h) in high.iter_mut().enumerate() {
-        *h = bits_4(u64::from_le_bytes(v[8 * k..8 * k + 8].try_into().unwrap()));
+    for (h, eight) in high.iter_mut().zip(v.chunks_exact(8)) {
+        *h = bits_4(u64::from_le(bytemuck::pod_read_unaligned(eight)));
     }
     let (qh, qs) = block[AT..AT + 20].split_at_mut(4);
     qh.copy_from_slice(&high);
@@ -425,9 +425,9 @@ fn unjoin_q5_k(values: &[u8], block: &mut [u8]) {
 /// Q6_K: 128 bytes of low nibbles, then 64 of 2-bit high parts, in two halves of 128 values.
 fn join_q6_k(block: &[u8], out: &mut [u8]) {
     for half in 0..2 {
-        let ql: &[u8; 64] = block[64 * half..64 * half + 64].try_into().unwrap();
-        let qh: &[u8; 32] = block[128 + 32 * half..160 + 32 * half].try_into().unwrap();
-        let out: &mut [u8; 128] = (&mut out[128 * half..128 * half + 128]).try_into().unwrap();
+        let ql = &block[64 * half..64 * half + 64];
+        let qh = &block[128 + 32 * half..160 + 32 * half];
+        let out = &mut out[128 * half..128 * half + 128];
         for l in 0..32 {
             out[l] = (ql[l] & 0xf) | (qh[l] & 3) << 4;
             out[l + 32] = (ql[l + 32] & 0xf) | ((qh[l] >> 2) & 3) << 4;
@@ -439,10 +439,10 @@ fn join_q6_k(block: &[u8], out: &mut [u8]) {
 
 fn unjoin_q6_k(values: &[u8], block: &mut [u8]) {
     for half in 0..2 {
-        let v: &[u8; 128] = values[128 * half..128 * half + 128].try_into().unwrap();
+        let v = &values[128 * half..128 * half + 128];
         let (lows, highs) = block.split_at_mut(128);
-        let ql: &mut [u8; 64] = (&mut lows[64 * half..64 * half + 64]).try_into().unwrap();
-        let qh: &mut [u8; 32] = (&mut highs[32 * half..32 * half + 32]).try_into().unwrap();
+        let ql = &mut lows[64 * half..64 * half + 64];
+        let qh = &mut highs[32 * half..32 * half + 32];
         for l in 0..32 {
             ql[l] = (v[l] & 0xf) | (v[l + 64] & 0xf) << 4;
             ql[l + 32] = (v[l + 32] & 0xf) | (v[l + 96] & 0xf) << 4;

@@ -3,7 +3,7 @@
 //! the size those entropies bound a field-aware coder to.
 
 use crate::container::kept::{self, PACKED_LEN_FIELD};
-use crate::gguf::types::{join_quants, joined_quant_bits, Field, GgmlType, Packing};
+use crate::gguf::types::{joined_quant_bits, joining, Field, GgmlType, Packing};
 use crate::read::read_exact_or;
 use crate::stats::entropy_bits;
 use crate::{Error, Result};
@@ -223,8 +223,8 @@ pub fn analyze_gguf<R: Read + Seek>(r: &mut R) -> Result<GgufAnalysis> {
             .map(|f| vec![0u64; 1 << alphabet_bits(f.packing)])
             .collect();
         let mut lens: Vec<u64> = fields.iter().map(|f| f.len as u64).collect();
-        let join = joined_quant_bits(gt).is_some();
-        if join {
+        let joins = joining(gt);
+        if joins.is_some() {
             hists.push(vec![0u64; 256]);
             let quant_bytes = fields.iter().filter(|f| f.name.starts_with('q'));
             lens.push(quant_bytes.map(|f| f.len as u64).sum());
@@ -238,13 +238,13 @@ pub fn analyze_gguf<R: Read + Seek>(r: &mut R) -> Result<GgufAnalysis> {
             data.resize(left.min(chunk as u64) as usize, 0);
             read_exact_or(r, &mut data, "GGUF tensor data")?;
             left -= data.len() as u64;
-            for (f, hist) in fields.iter().zip(&mut hists) {
+            let (field_hists, joined_hist) = hists.split_at_mut(fields.len());
+            for (f, hist) in fields.iter().zip(field_hists) {
                 count(&data, width, f, hist);
             }
-            if join {
-                let hist = hists.last_mut().expect("the joined quants' histogram");
+            if let (Some(j), [hist]) = (joins, joined_hist) {
                 for block in data.chunks_exact(width) {
-                    join_quants(gt, block, &mut joined);
+                    (j.join)(block, &mut joined);
                     joined.iter().for_each(|&q| hist[q as usize] += 1);
                 }
             }

@@ -18,6 +18,7 @@ use crate::read::read_exact_or;
 use crate::safetensors::{Dtype, Header, TensorInfo};
 use crate::stats::{entropy_bits, histogram};
 use crate::transform::ggml::{Layout, Piece};
+use crate::transform::Transform;
 use crate::{Kind, Mode};
 use rayon::prelude::*;
 use std::io::{Read, Seek, SeekFrom};
@@ -221,6 +222,79 @@ fn plane_name(layout: &Layout, k: usize) -> String {
     }
 }
 
+/// The entry of `plain` for blocks planned as `transform`, made empty on first use.
+fn plain_entry(plain: &mut Vec<PlainReport>, transform: Transform) -> &mut PlainReport {
+    let i = match plain.iter().position(|p| p.transform == transform.name()) {
+        Some(i) => i,
+        None => {
+            plain.push(PlainReport {
+                name: String::new(),
+                transform: transform.name(),
+                tensors: 0,
+                bytes: 0,
+                blocks: 0,
+                fast: 0,
+                best: 0,
+            });
+            plain.len() - 1
+        }
+    };
+    &mut plain[i]
+}
+
+/// The entry of `quant` for blocks of `layout`, made empty on first use (its field bound from
+/// `analysis`).
+fn quant_entry<'q>(
+    quant: &'q mut Vec<QuantState>,
+    layout: &'static Layout,
+    analysis: &GgufAnalysis,
+) -> &'q mut QuantState {
+    let q = match quant.iter().position(|q| std::ptr::eq(q.layout, layout)) {
+        Some(q) => q,
+        None => {
+            let t = layout.ggml();
+            let field_bound = analysis
+                .types
+                .iter()
+                .find(|a| a.name == t.name)
+                .map_or(0.0, |a| {
+                    a.fields
+                        .iter()
+                        .filter(|f| f.in_bound)
+                        .map(|f| f.tensor_bits / 8.0)
+                        .sum()
+                });
+            let planes = (0..layout.planes.len())
+                .map(|k| PlaneReport {
+                    name: plane_name(layout, k),
+                    bytes: 0,
+                    sizes: std::array::from_fn(|r| match r {
+                        row::BYCTX if k == 0 => None,
+                        row::POSITION | row::ORDER1 if layout.bytes(k) == 1 => None,
+                        _ => Some(0.0),
+                    }),
+                    smallest_coders: Vec::new(),
+                    fast_codecs: Vec::new(),
+                    best_codecs: Vec::new(),
+                })
+                .collect();
+            quant.push(QuantState {
+                report: QuantReport {
+                    name: t.name,
+                    tensors: 0,
+                    bytes: 0,
+                    blocks: 0,
+                    field_bound,
+                    planes,
+                },
+                layout,
+            });
+            quant.len() - 1
+        }
+    };
+    &mut quant[q]
+}
+
 /// Bytes of `data` coded with an adaptive order-0 model of its own for each context
 /// `contexts` gives its bytes (fewer than `n` contexts), as a codec would store it: a 32-byte
 /// bitmap of the bytes each context holds, then one range-coded stream (a context of one byte
@@ -389,25 +463,7 @@ pub fn compare_gguf_models<R: Read + Seek>(r: &mut R, block_size: u32) -> Result
         first = inside.first().map_or(first, |&(i, _)| i);
         let Some(layout) = spec.transform.ggml() else {
             let name = plain_name(tensors, &inside, &range);
-            let i = match plain
-                .iter()
-                .position(|p| p.transform == spec.transform.name())
-            {
-                Some(i) => i,
-                None => {
-                    plain.push(PlainReport {
-                        name: String::new(),
-                        transform: spec.transform.name(),
-                        tensors: 0,
-                        bytes: 0,
-                        blocks: 0,
-                        fast: 0,
-                        best: 0,
-                    });
-                    plain.len() - 1
-                }
-            };
-            let p = &mut plain[i];
+            let p = plain_entry(&mut plain, spec.transform);
             for part in name.split(", ") {
                 if !p.name.split(", ").any(|n| n == part) {
                     p.name = [&p.name[..], part]
@@ -427,51 +483,7 @@ pub fn compare_gguf_models<R: Read + Seek>(r: &mut R, block_size: u32) -> Result
             p.fast += record.payload_len();
             return Ok(());
         };
-        let q = match quant.iter().position(|q| std::ptr::eq(q.layout, layout)) {
-            Some(q) => q,
-            None => {
-                let t = layout.ggml();
-                let field_bound =
-                    analysis
-                        .types
-                        .iter()
-                        .find(|a| a.name == t.name)
-                        .map_or(0.0, |a| {
-                            a.fields
-                                .iter()
-                                .filter(|f| f.in_bound)
-                                .map(|f| f.tensor_bits / 8.0)
-                                .sum()
-                        });
-                let planes = (0..layout.planes.len())
-                    .map(|k| PlaneReport {
-                        name: plane_name(layout, k),
-                        bytes: 0,
-                        sizes: std::array::from_fn(|r| match r {
-                            row::BYCTX if k == 0 => None,
-                            row::POSITION | row::ORDER1 if layout.bytes(k) == 1 => None,
-                            _ => Some(0.0),
-                        }),
-                        smallest_coders: Vec::new(),
-                        fast_codecs: Vec::new(),
-                        best_codecs: Vec::new(),
-                    })
-                    .collect();
-                quant.push(QuantState {
-                    report: QuantReport {
-                        name: t.name,
-                        tensors: 0,
-                        bytes: 0,
-                        blocks: 0,
-                        field_bound,
-                        planes,
-                    },
-                    layout,
-                });
-                quant.len() - 1
-            }
-        };
-        let QuantState { report, layout } = &mut quant[q];
+        let QuantState { report, layout } = quant_entry(&mut quant, layout, &analysis);
         let width = layout.ggml().block_bytes as u64;
         planes.resize(layout.planes.len(), Vec::new());
         spec.transform.split(raw, &mut planes);
@@ -556,20 +568,14 @@ pub fn compare_gguf_models<R: Read + Seek>(r: &mut R, block_size: u32) -> Result
         );
         match spec.transform.ggml() {
             Some(layout) => {
-                let q = quant
-                    .iter_mut()
-                    .find(|q| std::ptr::eq(q.layout, layout))
-                    .expect("BEST's ggml blocks are FAST's");
+                let q = quant_entry(&mut quant, layout, &analysis);
                 for (p, e) in q.report.planes.iter_mut().zip(&record.planes) {
                     add(&mut p.sizes[row::BEST], e.coded_len as f64);
                     tally(&mut p.best_codecs, e.codec.name());
                 }
             }
             None => {
-                let p = plain
-                    .iter_mut()
-                    .find(|p| p.transform == spec.transform.name())
-                    .expect("BEST's transforms are FAST's");
+                let p = plain_entry(&mut plain, spec.transform);
                 p.best += record.payload_len();
             }
         }

@@ -38,8 +38,9 @@ impl Writer {
     /// stream's bytes, already written.
     #[inline(always)]
     fn flush(&mut self, buf: &mut [u8]) {
-        let word: &mut [u8; 8] = (&mut buf[self.pos..self.pos + 8]).try_into().unwrap();
-        *word = (u64::from_le_bytes(*word) | self.acc).to_le_bytes();
+        let word = &mut buf[self.pos..self.pos + 8];
+        let old = u64::from_le(bytemuck::pod_read_unaligned(word));
+        word.copy_from_slice(&(old | self.acc).to_le_bytes());
         self.pos += (self.bits >> 3) as usize;
         self.acc >>= self.bits & !7;
         self.bits &= 7;
