@@ -5,10 +5,10 @@
 
 use crate::archive::Archive;
 use crate::base::Base;
-use crate::container::checksum::{hex, FileDigest};
-use crate::error::{Error, Result};
+use crate::container::checksum::FileDigest;
+use crate::error::Result;
 use crate::inspect::{inspect_with, ArchiveInfo};
-use crate::pipeline::decode::{DecodeOptions, DecodeReport};
+use crate::pipeline::decode::{check_md5, DecodeOptions, DecodeReport};
 use crate::pipeline::on_threads;
 use crate::remote::{RemoteFile, RemoteOptions, RemoteStats};
 use std::io::{self, Write};
@@ -78,16 +78,10 @@ pub fn decode_url<W: Write + Send>(
             digest: opts.check_md5.then(FileDigest::new),
         };
         archive.read_range_to(0..archive.original_len(), &mut out)?;
+        out.flush()?;
         let stored_md5 = archive.recorded_md5()?;
         let md5 = out.digest.map(FileDigest::finish);
-        if let (Some(expected), Some(actual)) = (stored_md5, md5) {
-            if expected != actual {
-                return Err(Error::Md5Mismatch {
-                    expected: hex(&expected),
-                    actual: hex(&actual),
-                });
-            }
-        }
+        check_md5(stored_md5, md5)?;
         let report = DecodeReport {
             mode: archive.mode(),
             kind: archive.kind(),

@@ -275,6 +275,18 @@ enum Step<'a> {
     Later(Block<'a>),
 }
 
+/// Fails with [`Error::Md5Mismatch`] when both the MD5 an archive records and the MD5 of what
+/// was decoded are known and differ.
+pub(crate) fn check_md5(stored: Option<[u8; 16]>, decoded: Option<[u8; 16]>) -> Result<()> {
+    match (stored, decoded) {
+        (Some(expected), Some(actual)) if expected != actual => Err(Error::Md5Mismatch {
+            expected: hex(&expected),
+            actual: hex(&actual),
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// Decompresses the archive on `input` into `output`; returns what it found.
 ///
 /// Every structure and every block's checksum is checked (the MD5 too with
@@ -404,14 +416,7 @@ pub(crate) fn decode_from<'a, S: Source<'a> + Send, W: Write + Send>(
     output.flush()?;
     let stored_md5 = header.recorded_md5(&footer)?;
     let md5 = digest.map(DigestWorker::finish).transpose()?;
-    if let (Some(m), Some(stored)) = (md5, stored_md5) {
-        if m != stored {
-            return Err(Error::Md5Mismatch {
-                expected: hex(&stored),
-                actual: hex(&m),
-            });
-        }
-    }
+    check_md5(stored_md5, md5)?;
     Ok(DecodeReport {
         mode: header.mode,
         kind: header.kind,

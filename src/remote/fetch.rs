@@ -151,42 +151,9 @@ impl RemoteFile {
         self.shared.len == 0
     }
 
-    /// The location, as it was named.
-    pub fn url(&self) -> &str {
-        &self.shared.loc.url
-    }
-
-    /// What the requests to this location did so far (this reader's, and those of the
-    /// readers [`RemoteFile::reopen`] made from it).
+    /// What the requests to this location did so far.
     pub fn stats(&self) -> RemoteStats {
         self.shared.counters.stats()
-    }
-
-    /// A second reader of the same object, from its start, with a plan of its own; no
-    /// request is made, and its requests count in the same [`RemoteFile::stats`].
-    pub fn reopen(&self) -> RemoteFile {
-        let s = &self.shared;
-        let kept = s.lock().map(|st| st.kept.clone()).unwrap_or_default();
-        let shared = Shared {
-            loc: Location {
-                store: s.loc.store.clone(),
-                path: s.loc.path.clone(),
-                url: s.loc.url.clone(),
-                bucket: s.loc.bucket.clone(),
-            },
-            len: s.len,
-            connections: s.connections,
-            counters: s.counters.clone(),
-            slots: s.slots.clone(),
-            state: Mutex::new(State {
-                kept,
-                ..State::default()
-            }),
-        };
-        RemoteFile {
-            shared: Arc::new(shared),
-            pos: 0,
-        }
     }
 
     /// Tells the reader that `ranges` will be read next, in this order: they are fetched

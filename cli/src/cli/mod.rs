@@ -879,7 +879,11 @@ fn decode_prefix(a: &DecodeArgs, prefix: &str) -> Result<()> {
     let memory = memory(&a.common, || 0);
     // Archives are decoded, any other file (a folder's config.json, tokenizer) copied.
     for (url, _) in &listed {
-        let rel = url.strip_prefix(prefix).unwrap_or(url);
+        // The listing names each object after the prefix as given; one that does not start
+        // with it has no path of its own under DIR.
+        let Some(rel) = url.strip_prefix(prefix) else {
+            bail!("{url}: listed under {prefix} but not named after it");
+        };
         let archive = rel.strip_suffix(".sc");
         let rel = Path::new(archive.unwrap_or(rel));
         if !rel

@@ -13,7 +13,6 @@ const FATAL: [(libc::c_int, &str); 3] = [
     (libc::SIGHUP, "hung up"),
 ];
 
-/// Write end of the pipe the signal handler reports signals on.
 /// Whether `-v` was given: what the remote readers' notes ask.
 static VERBOSE: AtomicBool = AtomicBool::new(false);
 
@@ -27,6 +26,7 @@ pub fn verbose() -> bool {
     VERBOSE.load(std::sync::atomic::Ordering::Relaxed)
 }
 
+/// Write end of the pipe the signal handler reports signals on.
 static SIGNAL_PIPE: AtomicI32 = AtomicI32::new(-1);
 
 /// Standard input, output and error, closed when `sc` started.
