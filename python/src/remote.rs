@@ -186,15 +186,6 @@ pub fn fetch(py: Python<'_>, url: String) -> PyResult<Py<PyBytes>> {
     Ok(PyBytes::new(py, &bytes).unbind())
 }
 
-/// Whether the object at `url` exists (a 404 says it does not; any other failure is an error).
-pub fn exists(url: &str) -> Res<bool> {
-    match RemoteFile::open(url, &options()) {
-        Ok(_) => Ok(true),
-        Err(e) if status_of(&e) == Some(404) => Ok(false),
-        Err(e) => Err(e.into()),
-    }
-}
-
 /// The HTTP status a remote error reports ("not found (404)"), if any.
 pub fn status_of(e: &sc::Error) -> Option<u16> {
     match e {
@@ -232,7 +223,7 @@ pub fn encode_to_url<T>(
     write: impl FnOnce(&mut io::BufWriter<&mut sc::remote::Upload>) -> Res<T>,
 ) -> Res<T> {
     let start = Instant::now();
-    if !overwrite && exists(dst)? {
+    if !overwrite && sc::remote::Upload::exists(dst, &options())? {
         return Err(Failure::Py(pyo3::exceptions::PyFileExistsError::new_err((
             17,
             "File exists",
