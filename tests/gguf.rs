@@ -332,3 +332,26 @@ fn truncated_or_corrupt_gguf_archives_fail_with_an_error() {
     let err = sc::decode_to_vec(&old, &DecodeOptions::default()).unwrap_err();
     assert!(err.to_string().contains("kind 2"), "{err}");
 }
+
+/// A header of several MiB (a tokenizer's vocabulary) is kept deflated in pieces of 1 MiB, and
+/// the pieces make one stream that every way of reading an archive inflates whole.
+#[test]
+fn a_header_of_several_mib_round_trips() {
+    let tokens: Vec<String> = (0..300_000).map(|i| format!("token {i}")).collect();
+    let metadata = [(
+        "tokenizer.ggml.tokens".to_string(),
+        sc::gguf::Value::Strings(tokens),
+    )];
+    let data: Vec<u8> = (0..4096u32)
+        .flat_map(|i| (i as f32).to_le_bytes())
+        .collect();
+    let f32 = common::ggml("F32");
+    let file = sc::gguf::write::file(3, &metadata, &[("w", &[4096][..], f32, &data[..])]);
+    assert!(file.len() > 4 << 20, "{}", file.len());
+    for mode in [Mode::Fast, Mode::Best] {
+        let archive = encode_to_vec(&file, &opts(mode, 1 << 20));
+        assert!(archive.len() < file.len() / 2, "{mode}: {}", archive.len());
+        decodes_everywhere(&archive, &file, None);
+        lists_its_tensors(&archive, &file);
+    }
+}
