@@ -63,13 +63,13 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("huffman-exponent");
     g.throughput(Throughput::Bytes(n));
     let mut coded = Vec::new();
-    huffman::encode(&exp, &histogram(&exp), &mut coded);
+    huffman::encode(&exp, &mut coded);
     eprintln!("huffman exponent: {:.3} bits/value", bits(coded.len()));
     g.bench_function("encode", |b| {
         let mut out = Vec::with_capacity(exp.len());
         b.iter(|| {
             out.clear();
-            huffman::encode(&exp, &histogram(&exp), &mut out);
+            huffman::encode(&exp, &mut out);
         })
     });
     let mut out = vec![0u8; exp.len()];
@@ -81,13 +81,7 @@ fn bench(c: &mut Criterion) {
     let census = huffjoint::Census::of16(&words);
     let alphabet = census.alphabet().expect("a BF16 block of trained weights");
     let (mut j, mut r, mut keys) = (Vec::new(), Vec::new(), Vec::new());
-    huffjoint::encode(
-        &alphabet,
-        &census.keys(&alphabet),
-        &words,
-        &mut keys,
-        &mut j,
-    );
+    huffjoint::encode(&alphabet, &words, &mut keys, &mut j);
     huffjoint::encode_raw16(&words, &mut r);
     eprintln!("huffjoint: {:.3} bits/value", bits(j.len() + r.len()));
     g.bench_function("encode", |b| {
@@ -97,7 +91,7 @@ fn bench(c: &mut Criterion) {
             or.clear();
             let census = huffjoint::Census::of16(&words);
             let a = census.alphabet().expect("alphabet");
-            huffjoint::encode(&a, &census.keys(&a), &words, &mut keys, &mut oj);
+            huffjoint::encode(&a, &words, &mut keys, &mut oj);
             huffjoint::encode_raw16(&words, &mut or);
         })
     });

@@ -258,7 +258,7 @@ fn code_counted_quarters(
         Mode::Fast => {
             match quarters {
                 Some(q) => huffman::encode_counted(data, q, coded),
-                None => huffman::encode(data, hist, coded),
+                None => huffman::encode(data, coded),
             }
             Codec::Huffman
         }
@@ -489,7 +489,7 @@ fn code_huffjoint(raw: &[u8], coded: &mut [Vec<u8>], keys: &mut Vec<u8>) -> Opti
         return None;
     }
     rayon::join(
-        || huffjoint::encode(&alphabet, &hist, raw, keys, c0),
+        || huffjoint::encode(&alphabet, raw, keys, c0),
         || huffjoint::encode_raw16(raw, c1),
     );
     (c0.len() + c1.len() < 2 * n).then_some([Codec::HuffJoint, Codec::Raw6])

@@ -273,10 +273,9 @@ fn entropy_bytes(hist: &[u32; 256]) -> f64 {
 }
 
 fn huffman_roundtrip(data: &[u8]) {
-    let hist = histogram(data);
     // Encoding appends: a prefix already in the buffer must be left alone.
     let mut out = vec![0xA5u8; 3];
-    huffman::encode(data, &hist, &mut out);
+    huffman::encode(data, &mut out);
     assert_eq!(out[..3], [0xA5; 3]);
     let mut back = vec![0u8; data.len()];
     huffman::decode(&out[3..], &mut back).expect("huffman decode");
@@ -650,7 +649,7 @@ proptest! {
         let data = generate(&dist, n, seed);
         let hist = histogram(&data);
         let mut out = Vec::new();
-        huffman::encode(&data, &hist, &mut out);
+        huffman::encode(&data, &mut out);
         let bound = entropy_bytes(&hist);
         // Table count, one table (<= 130 bytes), stream sizes (12), four partial last bytes.
         prop_assert!(
@@ -701,7 +700,7 @@ fn range_beats_huffman_on_skew() {
         let data = generate(&Dist::Geometric(q), 500_000, 100 + i as u64);
         let hist = histogram(&data);
         let (mut h, mut r) = (Vec::new(), Vec::new());
-        huffman::encode(&data, &hist, &mut h);
+        huffman::encode(&data, &mut h);
         assert!(range::encode(&data, &hist, &mut r));
         assert!(
             r.len() < h.len(),
@@ -732,7 +731,7 @@ fn valid_payload(dist: &Dist, n: usize, seed: u64, huff: bool) -> Vec<u8> {
     let hist = histogram(&data);
     let mut out = Vec::new();
     if huff {
-        huffman::encode(&data, &hist, &mut out);
+        huffman::encode(&data, &mut out);
     } else if !range::encode(&data, &hist, &mut out) {
         out = vec![0, 1];
     }

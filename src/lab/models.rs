@@ -132,7 +132,7 @@ fn variant_sizes(raw: &[u8], rows: [Rows; 2]) -> [usize; 16] {
     Transform::Exp16.split(raw, &mut exp);
     let huff = |p: &[u8]| {
         let mut out = Vec::new();
-        huffman::encode(p, &histogram(p), &mut out);
+        huffman::encode(p, &mut out);
         stored(p, out.len())
     };
     let range = |p: &[u8]| {
@@ -154,7 +154,7 @@ fn variant_sizes(raw: &[u8], rows: [Rows; 2]) -> [usize; 16] {
     let huffjoint = match census.alphabet() {
         Some(a) => {
             let mut out = Vec::new();
-            huffjoint::encode(&a, &census.keys(&a), raw, &mut Vec::new(), &mut out);
+            huffjoint::encode(&a, raw, &mut Vec::new(), &mut out);
             out.len() + raw6::len(n)
         }
         None => huff(&exp[0]) + n,

@@ -331,7 +331,7 @@ fn coded(row: usize, k: usize, planes: &[Vec<u8>], r: usize) -> Option<usize> {
     Some(match row {
         row::HUFFMAN => {
             let mut out = Vec::new();
-            huffman::encode(p, &histogram(p), &mut out);
+            huffman::encode(p, &mut out);
             stored(p, out.len())
         }
         row::RANGE => {

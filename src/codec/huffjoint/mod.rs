@@ -104,15 +104,8 @@ impl Census {
 }
 
 /// FAST's `huffjoint` payload (plane 0) of the `exp16` block `raw`, given its census's
-/// `alphabet` and key histogram `hist`: the alphabet, then the keys as a Huffman plane
-/// payload. `keys` is scratch. Plane 1 is [`encode_raw16`].
-pub fn encode(
-    alphabet: &Alphabet,
-    hist: &[u32; 256],
-    raw: &[u8],
-    keys: &mut Vec<u8>,
-    out: &mut Vec<u8>,
-) {
+/// `alphabet`: the alphabet, then the keys as a Huffman plane payload. `keys` is scratch. Plane 1 is [`encode_raw16`].
+pub fn encode(alphabet: &Alphabet, raw: &[u8], keys: &mut Vec<u8>, out: &mut Vec<u8>) {
     alphabet.write(out);
     let key = alphabet.key_table();
     let (pairs, _) = raw.as_chunks::<2>();
@@ -120,7 +113,7 @@ pub fn encode(
     for (k, p) in keys.iter_mut().zip(pairs) {
         *k = key[symbol16(u16::from_le_bytes(*p))];
     }
-    huffman::encode(keys, hist, out);
+    huffman::encode(keys, out);
 }
 
 /// The raw6 payload (plane 1) of the `exp16` block `raw`: each word's sign and bits 4..0, the
@@ -317,13 +310,7 @@ mod tests {
         let census = Census::of16(raw);
         let alphabet = census.alphabet()?;
         let (mut j, mut r) = (Vec::new(), Vec::new());
-        encode(
-            &alphabet,
-            &census.keys(&alphabet),
-            raw,
-            &mut Vec::new(),
-            &mut j,
-        );
+        encode(&alphabet, raw, &mut Vec::new(), &mut j);
         encode_raw16(raw, &mut r);
         Some((j, r))
     }

@@ -223,14 +223,9 @@ pub fn sum_histograms(quarters: &[[u32; 256]; STREAMS]) -> [u32; 256] {
     std::array::from_fn(|s| quarters.iter().map(|q| q[s]).sum())
 }
 
-/// Huffman-codes `data` (whose histogram is `hist`), appending the plane payload to `out`.
-pub fn encode(data: &[u8], hist: &[u32; 256], out: &mut Vec<u8>) {
-    let quarters = quarter_histograms(data);
-    debug_assert!(
-        *hist == sum_histograms(&quarters),
-        "hist is not the histogram of data"
-    );
-    encode_counted(data, &quarters, out);
+/// Huffman-codes `data`, appending the plane payload to `out`.
+pub fn encode(data: &[u8], out: &mut Vec<u8>) {
+    encode_counted(data, &quarter_histograms(data), out);
 }
 
 /// Huffman-codes `data`, whose quarters' histograms are `quarters`
@@ -273,16 +268,14 @@ pub fn encode_counted(data: &[u8], quarters: &[[u32; 256]; STREAMS], out: &mut V
         out.extend_from_slice(&(*size as u32).to_le_bytes());
     }
     // Code in the low 16 bits, length above: one load per symbol.
-    let codes: Vec<[u32; 256]> = tables
-        .iter()
-        .map(|lens| {
-            let codes = canonical_codes(lens);
-            std::array::from_fn(|s| codes[s] as u32 | (lens[s] as u32) << 16)
-        })
-        .collect();
+    let mut codes = [[0u32; 256]; STREAMS];
+    for (table, lens) in codes.iter_mut().zip(tables) {
+        let c = canonical_codes(lens);
+        *table = std::array::from_fn(|s| c[s] as u32 | (lens[s] as u32) << 16);
+    }
     let lanes: [EncodeLane; STREAMS] = std::array::from_fn(|k| EncodeLane {
         data: &data[ranges[k].clone()],
-        table: &codes[k.min(codes.len() - 1)],
+        table: &codes[k.min(tables.len() - 1)],
         len: bytes[k],
     });
     encode_lanes(lanes, out);
