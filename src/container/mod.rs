@@ -171,9 +171,9 @@ const FLAG_REFS: u32 = 2;
 const FLAG_PACKED: u32 = 4;
 
 impl FileHeader {
-    /// The header of a new archive: the kept header `prefix` deflated when that is smaller, and
-    /// the lowest format version that holds the archive, coded with sign models if
-    /// `sign_models` ([`FileHeader::lowest_version`]).
+    /// The header of a new archive: the kept header `prefix` stored as it is (see
+    /// [`FileHeader::set_packed`]), and the lowest format version that holds the archive, coded
+    /// with sign models if `sign_models` ([`FileHeader::lowest_version`]).
     pub fn new(
         mode: Mode,
         kind: Kind,
@@ -188,13 +188,21 @@ impl FileHeader {
             mode,
             kind,
             block_size,
-            packed: kept::pack(&prefix, mode),
+            packed: None,
             prefix,
             md5,
             refs,
         };
         header.version = header.lowest_version(sign_models);
         header
+    }
+
+    /// Stores the kept header as `packed`, its deflated form from [`kept::pack`] (`None` to
+    /// store it as it is), raising the version to one that reads it.
+    pub fn set_packed(&mut self, packed: Option<Vec<u8>>) {
+        self.packed = packed;
+        // The versions rise with every feature, so the higher of the two holds both.
+        self.version = self.version.max(self.lowest_version(false));
     }
 
     /// The lowest format version that holds an archive with this header, coded with sign

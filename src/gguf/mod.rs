@@ -168,6 +168,7 @@ fn number(elem: u32, b: &[u8]) -> Value {
         buf: b,
         at: 0,
         file_len: b.len() as u64,
+        values: Values::Keep,
     };
     c.value(elem, MAX_ARRAY_DEPTH)
         .unwrap_or(Value::Arrays(Vec::new()))
@@ -221,12 +222,25 @@ pub struct GgufHeader {
     pub data_start: u64,
 }
 
+/// How much of the metadata's values a parse reads. Keys and tensor infos are always read
+/// whole.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Values {
+    /// Their lengths only: where the header ends, and whether it is all there.
+    Skip,
+    /// Everything checked (types, lengths, UTF-8, booleans), nothing kept.
+    Check,
+    /// Checked and kept.
+    Keep,
+}
+
 /// A cursor over the header's bytes that never reads past them. `buf` may be a prefix of the
 /// file: counts are judged against the file's length, reads against `buf`'s.
 struct Cursor<'a> {
     buf: &'a [u8],
     at: usize,
     file_len: u64,
+    values: Values,
 }
 
 impl<'a> Cursor<'a> {
@@ -278,6 +292,22 @@ impl<'a> Cursor<'a> {
         String::from_utf8(bytes.to_vec()).map_err(|_| GgufError::Utf8(what))
     }
 
+    /// A metadata string, as far as [`Values`] asks: `None` unless kept.
+    fn value_string(&mut self) -> Result<Option<String>, GgufError> {
+        const W: &str = "metadata string";
+        let n = self.u64(W)?;
+        let bytes = self.take(n, W)?;
+        match self.values {
+            Values::Skip => Ok(None),
+            Values::Check => std::str::from_utf8(bytes)
+                .map(|_| None)
+                .map_err(|_| GgufError::Utf8(W)),
+            Values::Keep => String::from_utf8(bytes.to_vec())
+                .map(Some)
+                .map_err(|_| GgufError::Utf8(W)),
+        }
+    }
+
     fn value(&mut self, value_type: u32, depth: u32) -> Result<Value, GgufError> {
         const W: &str = "metadata value";
         Ok(match value_type {
@@ -292,7 +322,8 @@ impl<'a> Cursor<'a> {
                 b @ 0..=1 => Value::Bool(b == 1),
                 b => return Err(GgufError::Bool(b)),
             },
-            8 => Value::String(self.string("metadata string")?),
+            // A string not kept reads as an empty one: the header drops such values.
+            8 => Value::String(self.value_string()?.unwrap_or_default()),
             9 if depth < MAX_ARRAY_DEPTH => self.array_value(depth + 1)?,
             10 => Value::U64(self.u64(W)?),
             11 => Value::I64(i64::from_le_bytes(self.array(W)?)),
@@ -305,19 +336,23 @@ impl<'a> Cursor<'a> {
         let elem = self.u32("array type")?;
         if let Some(size) = fixed_size(elem) {
             let n = self.count(size, "array length")?;
-            let bytes = self.take(n * size, "array")?.to_vec();
-            if elem == 7 {
+            let bytes = self.take(n * size, "array")?;
+            if elem == 7 && self.values != Values::Skip {
                 if let Some(&b) = bytes.iter().find(|&&b| b > 1) {
                     return Err(GgufError::Bool(b));
                 }
             }
-            return Ok(Value::Numbers(elem, n, bytes));
+            let kept = match self.values {
+                Values::Keep => bytes.to_vec(),
+                _ => Vec::new(),
+            };
+            return Ok(Value::Numbers(elem, n, kept));
         }
         // A string or an array takes at least 8 bytes (its length or its type and count).
         let n = self.count(8, "array length")?;
         match elem {
             8 => (0..n)
-                .map(|_| self.string("metadata string"))
+                .filter_map(|_| self.value_string().transpose())
                 .collect::<Result<_, _>>()
                 .map(Value::Strings),
             9 => (0..n)
@@ -333,10 +368,29 @@ impl GgufHeader {
     /// Parses the header at the start of `buf`, a prefix of a file of `file_len` bytes (the
     /// whole header must be in it), and validates every tensor against `file_len`.
     pub fn parse(buf: &[u8], file_len: u64) -> Result<GgufHeader, GgufError> {
+        Self::parse_values(buf, file_len, Values::Keep)
+    }
+
+    /// [`GgufHeader::parse`] without the metadata (`metadata` is empty): the values are
+    /// checked as strictly, but neither copied nor allocated (the vocabulary's hundreds of
+    /// thousands of strings take a full parse tens of milliseconds).
+    pub fn parse_tensors(buf: &[u8], file_len: u64) -> Result<GgufHeader, GgufError> {
+        Self::parse_values(buf, file_len, Values::Check)
+    }
+
+    /// Where the header at the start of `buf` ends ([`GgufHeader::header_len`]), from the
+    /// lengths in it alone; `Truncated` if it runs past `buf`. A header this accepts may still
+    /// not parse.
+    pub fn len_in(buf: &[u8], file_len: u64) -> Result<u64, GgufError> {
+        Self::parse_values(buf, file_len, Values::Skip).map(|h| h.header_len)
+    }
+
+    fn parse_values(buf: &[u8], file_len: u64, values: Values) -> Result<GgufHeader, GgufError> {
         let mut c = Cursor {
             buf,
             at: 0,
             file_len,
+            values,
         };
         if c.array::<4>("magic").map_err(|_| GgufError::NotGguf)? != MAGIC {
             return Err(GgufError::NotGguf);
@@ -365,7 +419,9 @@ impl GgufHeader {
             if !keys.insert(key.clone()) {
                 return Err(GgufError::DuplicateKey(key));
             }
-            metadata.push((key, value));
+            if values == Values::Keep {
+                metadata.push((key, value));
+            }
         }
         if tensor_count.saturating_mul(28) > c.left_in_file() {
             return Err(GgufError::Implausible("tensor count", tensor_count));
@@ -434,7 +490,7 @@ impl GgufHeader {
 /// own, its tensors' ends against no file length; a prefix that is not exactly such a header is
 /// an error.
 pub fn kept_tensors(prefix: &[u8]) -> Result<Vec<TensorInfo>, GgufError> {
-    let h = GgufHeader::parse(prefix, u64::MAX)?;
+    let h = GgufHeader::parse_tensors(prefix, u64::MAX)?;
     if h.data_start != prefix.len() as u64 {
         return Err(GgufError::Implausible(
             "kept header length",
@@ -457,10 +513,10 @@ pub fn read_header_at(
     loop {
         let mut buf = vec![0u8; want as usize];
         read_at(&mut buf, 0)?;
-        match GgufHeader::parse(&buf, len) {
-            Ok(h) => {
-                buf.truncate(h.header_len as usize);
-                return Ok(Ok((h, buf)));
+        match GgufHeader::len_in(&buf, len) {
+            Ok(header_len) => {
+                buf.truncate(header_len as usize);
+                return Ok(GgufHeader::parse(&buf, len).map(|h| (h, buf)));
             }
             Err(GgufError::Truncated(_)) if want < len.min(MAX_HEADER_LEN) => {
                 want = want.saturating_mul(2).min(len).min(MAX_HEADER_LEN);

@@ -325,3 +325,60 @@ fn reads_the_real_excerpt() {
         Some(&Value::String("llama".into()))
     );
 }
+
+/// The parse without metadata finds what the full one does, refuses what it refuses (the same
+/// error), and keeps no values; the walk by lengths finds where each header ends and reads no
+/// further than a prefix holds.
+#[test]
+fn lighter_parses_agree_with_the_full_one() {
+    let mut bad_utf8 = two_tensors();
+    bad_utf8
+        .kvs
+        .push(("bad".into(), 8, vec![1, 0, 0, 0, 0, 0, 0, 0, 0xff]));
+    let mut bad_in_array = two_tensors();
+    let mut strings = 8u32.to_le_bytes().to_vec();
+    strings.extend_from_slice(&2u64.to_le_bytes());
+    strings.extend_from_slice(&string("ok"));
+    strings.extend_from_slice(&[1, 0, 0, 0, 0, 0, 0, 0, 0xc3]);
+    bad_in_array.kvs.push(("bad".into(), 9, strings));
+    let mut bad_bools = two_tensors();
+    let mut bools = 7u32.to_le_bytes().to_vec();
+    bools.extend_from_slice(&2u64.to_le_bytes());
+    bools.extend_from_slice(&[1, 5]);
+    bad_bools.kvs.push(("bad".into(), 9, bools));
+    let files = [
+        two_tensors().build(),
+        include_bytes!("../../testdata/excerpt.gguf").to_vec(),
+        bad_utf8.build(),
+        bad_in_array.build(),
+        bad_bools.build(),
+    ];
+    for (k, bytes) in files.iter().enumerate() {
+        let len = bytes.len() as u64;
+        let full = parse(bytes);
+        let tensors = GgufHeader::parse_tensors(bytes, len);
+        match (&full, &tensors) {
+            (Ok(f), Ok(t)) => {
+                assert!(!f.metadata.is_empty() && t.metadata.is_empty(), "file {k}");
+                assert_eq!(
+                    GgufHeader {
+                        metadata: Vec::new(),
+                        ..f.clone()
+                    },
+                    *t,
+                    "file {k}"
+                );
+            }
+            _ => assert_eq!(full, tensors, "file {k}"),
+        }
+        // Bad values are the full parses' to find; the walk reads lengths only.
+        let end = GgufHeader::len_in(bytes, len).unwrap();
+        assert_eq!(full.map_or(end, |h| h.header_len), end, "file {k}");
+        for n in 0..end as usize {
+            assert!(
+                GgufHeader::len_in(&bytes[..n], len).is_err(),
+                "file {k} cut at {n}"
+            );
+        }
+    }
+}

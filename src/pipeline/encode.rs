@@ -5,9 +5,10 @@ use super::digest::DigestWorker;
 use super::plan::{Planner, TensorRows};
 use super::pool::{Pool, Pooled};
 use super::refs::{FillCheck, Input, NoOwn, OwnBytes, Spans};
-use super::{dedup, on_threads, ordered, Budget, Pools, DEFAULT_MEMORY};
+use super::{dedup, on_threads, ordered, receive, Budget, Pools, DEFAULT_MEMORY};
 use crate::base::Base;
 use crate::choice::SignModels;
+use crate::container::kept;
 use crate::container::refs::{Reference, References, Source};
 use crate::container::{
     check_block_size, BlockRecord, FileHeader, Footer, IndexEntry, Kind, Mode, DEFAULT_BLOCK_SIZE,
@@ -20,6 +21,7 @@ use crate::safetensors::{json_len, Header, MAX_HEADER_LEN};
 use crate::transform::Transform;
 use std::fs::File;
 use std::io::{Read, Write};
+use std::sync::mpsc::{channel, Receiver};
 use std::sync::Arc;
 
 /// Settings for [`encode`] and [`encode_to_vec`]. Build them from [`EncodeOptions::new`] or
@@ -218,7 +220,10 @@ fn probe_gguf(
         let got = read_up_to(input, &mut consumed[had..])?;
         consumed.truncate(had + got);
         let ended = consumed.len() < want;
-        match GgufHeader::parse(&consumed, file_len) {
+        // Lengths alone say whether the header is all read; it is checked once it is.
+        let parsed = GgufHeader::len_in(&consumed, file_len)
+            .and_then(|_| GgufHeader::parse_tensors(&consumed, file_len));
+        match parsed {
             Ok(h) if h.data_start <= MAX_KEPT_GGUF => {
                 let pending = consumed.split_off(h.data_start as usize);
                 let header = Header {
@@ -312,8 +317,17 @@ impl InputReader {
     }
 }
 
+/// The file header, waiting for its kept header's deflated form: the kept header comes back
+/// with it on `packed`.
+struct PendingHeader {
+    header: FileHeader,
+    packed: Receiver<(Vec<u8>, Option<Vec<u8>>)>,
+}
+
 /// Appends coded blocks to the archive in order, keeping the index.
 struct ArchiveWriter {
+    /// The file header, until it is written before the first block.
+    header: Option<PendingHeader>,
     /// The record being written.
     head: Vec<u8>,
     archive_len: u64,
@@ -331,6 +345,19 @@ type Coded<'p> = (
 );
 
 impl ArchiveWriter {
+    /// Writes the file header unless it is written, once its kept header is deflated (running
+    /// pool work meanwhile).
+    fn write_header<W: Write>(&mut self, output: &mut W) -> Result<()> {
+        if let Some(PendingHeader { mut header, packed }) = self.header.take() {
+            let (prefix, packed) = receive(&packed);
+            header.prefix = prefix;
+            header.set_packed(packed);
+            header.write(output)?;
+            self.archive_len = header.encoded_len();
+        }
+        Ok(())
+    }
+
     /// Writes block `raw`, coded into `scratch` as `record` says, straight from the scratch;
     /// the buffers go back to their pools once free.
     fn write<W: Write>(
@@ -340,6 +367,7 @@ impl ArchiveWriter {
         pools: &Pools,
         check: &mut FillCheck,
     ) -> Result<()> {
+        self.write_header(output)?;
         check.block(self.raw_pos, &raw, base.as_deref());
         if let Some(b) = base {
             pools.blocks.give(b);
@@ -526,22 +554,13 @@ fn encode_here<R: Read + Send, W: Write + Send>(
         Mode::Best => opts.sign_models,
         Mode::Fast => SignModels::Off,
     };
-    let file_header = FileHeader::new(
-        opts.mode,
-        kind,
-        opts.block_size,
-        prefix,
-        opts.md5,
-        refs,
-        signs != SignModels::Off,
-    );
-    file_header.write(&mut output)?;
-    let (pools, digest) = budget.start(opts.md5, &file_header.prefix)?;
+    let (pools, digest) = budget.start(opts.md5, &prefix)?;
+    let prefix_len = prefix.len() as u64;
     let mut source = std::io::Cursor::new(pending).chain(input);
     let mut reader = InputReader {
         planner: Planner::with_refs(
             header.as_ref(),
-            file_header.prefix.len() as u64,
+            prefix_len,
             opts.block_size,
             &spans,
             opts.mode,
@@ -554,56 +573,79 @@ fn encode_here<R: Read + Send, W: Write + Send>(
         Some(at) => at,
         None => &NoOwn,
     };
+    let (packed_tx, packed_rx) = channel();
     let mut writer = ArchiveWriter {
+        header: Some(PendingHeader {
+            header: FileHeader::new(
+                opts.mode,
+                kind,
+                opts.block_size,
+                Vec::new(),
+                opts.md5,
+                refs,
+                signs != SignModels::Off,
+            ),
+            packed: packed_rx,
+        }),
         head: Vec::new(),
-        archive_len: file_header.encoded_len(),
-        raw_pos: file_header.prefix.len() as u64,
+        archive_len: 0,
+        raw_pos: prefix_len,
         index: Vec::new(),
     };
     let mode = opts.mode;
     let mut check = FillCheck::new(&spans);
-    ordered(
-        budget.window,
-        &mut || {
-            // The MD5 thread hashes each block as soon as it is read, off the coding path,
-            // holding blocks already written no further behind than the budget allows.
-            if let Some(d) = &digest {
-                d.wait_behind(budget.md5_behind);
-            }
-            let block = reader.read(&mut source, &pools.blocks)?;
-            #[cfg(feature = "internals")]
-            if let Some((offset, .., raw)) = &block {
-                let end = offset + raw.len() as u64;
-                crate::hook::reach(crate::hook::Point::Read { end });
-            }
-            Ok(block.map(|(offset, t, rows, based, raw)| {
-                let raw = Arc::new(raw);
+    // The kept header is deflated on the pool while the first blocks are coded (a GGUF
+    // vocabulary takes tens of milliseconds); the writer waits for it before block 0.
+    rayon::in_place_scope(|s| {
+        s.spawn(move |_| {
+            let packed = kept::pack(&prefix, mode);
+            // The writer gave up waiting only after an error.
+            let _ = packed_tx.send((prefix, packed));
+        });
+        ordered(
+            budget.window,
+            &mut || {
+                // The MD5 thread hashes each block as soon as it is read, off the coding path,
+                // holding blocks already written no further behind than the budget allows.
                 if let Some(d) = &digest {
-                    d.push(raw.clone());
+                    d.wait_behind(budget.md5_behind);
                 }
-                (offset, t, rows, based, raw)
-            }))
-        },
-        &|(offset, t, rows, based, raw): RawBlock<Arc<Vec<u8>>>| {
-            let mut base = based.then(|| pools.blocks.buffer(raw.len()));
-            if let Some(b) = &mut base {
-                spans.fill(offset, b, opts.base, own)?;
-            }
-            let mut scratch = pools.scratch.guard();
-            let record = code_block(&raw, base.as_deref(), t, &rows, mode, signs, &mut scratch);
-            Ok((raw, scratch, record, base))
-        },
-        &mut |coded: Result<Coded>| {
-            writer.write(&mut output, coded?, &pools, &mut check)?;
-            if let Some(progress) = opts.progress {
-                progress(writer.raw_pos);
-            }
-            Ok(())
-        },
-    )?;
+                let block = reader.read(&mut source, &pools.blocks)?;
+                #[cfg(feature = "internals")]
+                if let Some((offset, .., raw)) = &block {
+                    let end = offset + raw.len() as u64;
+                    crate::hook::reach(crate::hook::Point::Read { end });
+                }
+                Ok(block.map(|(offset, t, rows, based, raw)| {
+                    let raw = Arc::new(raw);
+                    if let Some(d) = &digest {
+                        d.push(raw.clone());
+                    }
+                    (offset, t, rows, based, raw)
+                }))
+            },
+            &|(offset, t, rows, based, raw): RawBlock<Arc<Vec<u8>>>| {
+                let mut base = based.then(|| pools.blocks.buffer(raw.len()));
+                if let Some(b) = &mut base {
+                    spans.fill(offset, b, opts.base, own)?;
+                }
+                let mut scratch = pools.scratch.guard();
+                let record = code_block(&raw, base.as_deref(), t, &rows, mode, signs, &mut scratch);
+                Ok((raw, scratch, record, base))
+            },
+            &mut |coded: Result<Coded>| {
+                writer.write(&mut output, coded?, &pools, &mut check)?;
+                if let Some(progress) = opts.progress {
+                    progress(writer.raw_pos);
+                }
+                Ok(())
+            },
+        )?;
+        // No blocks (tensors of no bytes): the header still goes first.
+        writer.write_header(&mut output)
+    })?;
     // The archive is complete but for its footer: an incomplete one is what an error leaves.
     let tensors = header.as_ref().map_or(&[][..], |h| &h.tensors[..]);
-    let prefix_len = file_header.prefix.len() as u64;
     let name = |at: u64| {
         let t = tensors.iter().find(|t| prefix_len + t.begin == at);
         t.map_or_else(String::new, |t| t.name.clone())

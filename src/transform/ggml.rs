@@ -174,19 +174,43 @@ impl Layout {
         let t = self.ggml();
         let width = t.block_bytes as usize;
         let units = raw.len() / width;
+        // The planes of one byte per block (a scale's high and low bytes) are gathered in one
+        // pass: a pass each cost a quarter of a Q4_1 file's encode.
+        let mut singles: Vec<(usize, &mut [u8])> = Vec::new();
         for (k, (piece, plane)) in self.planes.iter().zip(planes.iter_mut()).enumerate() {
             let n = self.bytes(k);
             plane.resize(units * n, 0);
             let blocks = raw.chunks_exact(width).zip(plane.chunks_exact_mut(n));
             match *piece {
-                Piece::Bytes { at, len, step: 1 } => {
-                    blocks.for_each(|(b, p)| copy(p, &b[at as usize..], len as usize))
-                }
+                Piece::Bytes { at, len: 1, .. } => singles.push((at as usize, &mut plane[..])),
+                Piece::Bytes { at, len, step: 1 } => gather(blocks, at as usize, len as usize),
                 Piece::Bytes { at, step, .. } => blocks.for_each(|(b, p)| {
                     let from = b[at as usize..].iter().step_by(step as usize);
                     p.iter_mut().zip(from).for_each(|(o, &v)| *o = v);
                 }),
                 Piece::Joined(Joining { join, .. }) => blocks.for_each(|(b, p)| join(b, p)),
+            }
+        }
+        match &mut singles[..] {
+            [(a, pa), (b, pb)] => {
+                let planes = pa.iter_mut().zip(pb.iter_mut());
+                for (blk, (x, y)) in raw.chunks_exact(width).zip(planes) {
+                    (*x, *y) = (blk[*a], blk[*b]);
+                }
+            }
+            [(a, pa), (b, pb), (c, pc), (d, pd)] => {
+                let planes = pa
+                    .iter_mut()
+                    .zip(pb.iter_mut())
+                    .zip(pc.iter_mut().zip(pd.iter_mut()));
+                for (blk, ((x, y), (z, w))) in raw.chunks_exact(width).zip(planes) {
+                    (*x, *y, *z, *w) = (blk[*a], blk[*b], blk[*c], blk[*d]);
+                }
+            }
+            singles => {
+                for (i, blk) in raw.chunks_exact(width).enumerate() {
+                    singles.iter_mut().for_each(|(at, p)| p[i] = blk[*at]);
+                }
             }
         }
     }
@@ -209,6 +233,26 @@ impl Layout {
                 Piece::Joined(Joining { unjoin, .. }) => blocks.for_each(|(b, p)| unjoin(p, b)),
             }
         }
+    }
+}
+
+/// Copies `len` bytes from `at` on of each block to its unit of the plane, in a loop compiled
+/// for each length the layouts use.
+fn gather<'a>(blocks: impl Iterator<Item = (&'a [u8], &'a mut [u8])>, at: usize, len: usize) {
+    #[inline(always)]
+    fn fixed<'a, const N: usize>(
+        blocks: impl Iterator<Item = (&'a [u8], &'a mut [u8])>,
+        at: usize,
+    ) {
+        blocks.for_each(|(b, p)| p[..N].copy_from_slice(&b[at..at + N]));
+    }
+    match len {
+        12 => fixed::<12>(blocks, at),
+        16 => fixed::<16>(blocks, at),
+        32 => fixed::<32>(blocks, at),
+        64 => fixed::<64>(blocks, at),
+        128 => fixed::<128>(blocks, at),
+        _ => blocks.for_each(|(b, p)| p[..len].copy_from_slice(&b[at..at + len])),
     }
 }
 

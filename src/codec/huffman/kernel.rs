@@ -33,19 +33,38 @@ impl Writer {
         self.bits += e >> 16;
     }
 
-    /// Writes the accumulator at its byte and moves past the whole bytes in it. The store ORs
-    /// the word in: its bytes past the stream's last bit are zeros, and may lie in the next
-    /// stream's bytes, already written.
+    /// Moves past the whole bytes of the accumulator, just stored at `pos`.
     #[inline(always)]
-    fn flush(&mut self, buf: &mut [u8]) {
-        let word = &mut buf[self.pos..self.pos + 8];
-        let old = u64::from_le(bytemuck::pod_read_unaligned(word));
-        word.copy_from_slice(&(old | self.acc).to_le_bytes());
+    fn advance(&mut self) {
         self.pos += (self.bits >> 3) as usize;
         self.acc >>= self.bits & !7;
         self.bits &= 7;
     }
+
+    /// Stores the accumulator at its byte, overwriting the 8 bytes there, and moves past the
+    /// whole bytes in it. The bytes past the stream's last bit are zeros, so this is only for
+    /// stores that end inside the stream: a later store rewrites them.
+    #[inline(always)]
+    fn flush(&mut self, buf: &mut [u8]) {
+        buf[self.pos..self.pos + 8].copy_from_slice(&self.acc.to_le_bytes());
+        self.advance();
+    }
+
+    /// [`Writer::flush`] for a stream's last bytes: the store ORs the word in, since its bytes
+    /// past the stream's last bit may be the next stream's, already written (or zeros still).
+    #[inline(always)]
+    fn flush_or(&mut self, buf: &mut [u8]) {
+        let word = &mut buf[self.pos..self.pos + 8];
+        let old = u64::from_le(bytemuck::pod_read_unaligned(word));
+        word.copy_from_slice(&(old | self.acc).to_le_bytes());
+        self.advance();
+    }
 }
+
+/// Symbols of a stream that are coded with ORed stores: with more left, the bytes still to come
+/// (at least a bit per symbol) cover the 8 a store writes. Loading a word just stored at another
+/// offset stalls store forwarding, so the bulk of a stream is coded with plain stores.
+pub(crate) const OR_TAIL: usize = 64;
 
 /// Appends the streams of `lanes` to `out`, one after the other, coding two at a time so that
 /// their dependency chains (position after position) overlap; four at once would spill their
@@ -63,12 +82,13 @@ pub(crate) fn encode_lanes(lanes: [EncodeLane; STREAMS], out: &mut Vec<u8>) {
         w[1].pos = at + pair[0].len;
         at = w[1].pos + pair[1].len;
         let ends = [w[1].pos, at];
-        pair_detect(&pair[0], &pair[1], &mut w, buf);
-        let done = pair[1].data.len().min(pair[0].data.len()) / 4 * 4;
+        let shorter = pair[1].data.len().min(pair[0].data.len());
+        let done = shorter.saturating_sub(OR_TAIL) / 4 * 4;
+        pair_detect(&pair[0], &pair[1], done, &mut w, buf);
         for ((w, lane), end) in w.iter_mut().zip(pair).zip(ends) {
             for c in lane.data[done..].chunks(4) {
                 c.iter().for_each(|&s| w.put(lane.table, s));
-                w.flush(buf);
+                w.flush_or(buf);
             }
             w.pos += w.bits.div_ceil(8) as usize;
             assert_eq!(
@@ -80,11 +100,12 @@ pub(crate) fn encode_lanes(lanes: [EncodeLane; STREAMS], out: &mut Vec<u8>) {
     out.truncate(start + total);
 }
 
-/// Codes the symbols of lanes `a` and `b` in fours, interleaved, while both have four left.
+/// Codes the first `n` symbols (a multiple of 4) of lanes `a` and `b` in fours, interleaved;
+/// both lanes have at least [`OR_TAIL`] symbols after them.
 #[inline(always)]
-fn pair(a: &EncodeLane, b: &EncodeLane, w: &mut [Writer; 2], buf: &mut [u8]) {
+fn pair(a: &EncodeLane, b: &EncodeLane, n: usize, w: &mut [Writer; 2], buf: &mut [u8]) {
     let [wa, wb] = w;
-    for (ca, cb) in a.data.chunks_exact(4).zip(b.data.chunks_exact(4)) {
+    for (ca, cb) in a.data[..n].chunks_exact(4).zip(b.data[..n].chunks_exact(4)) {
         // At most 7 bits pending + 4 x 12 bits fits the 64-bit accumulator.
         for k in 0..4 {
             wa.put(a.table, ca[k]);
@@ -98,18 +119,18 @@ fn pair(a: &EncodeLane, b: &EncodeLane, w: &mut [Writer; 2], buf: &mut [u8]) {
 /// [`pair`] compiled for one-uop variable shifts (BMI2).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "bmi2")]
-unsafe fn pair_bmi2(a: &EncodeLane, b: &EncodeLane, w: &mut [Writer; 2], buf: &mut [u8]) {
-    pair(a, b, w, buf);
+unsafe fn pair_bmi2(a: &EncodeLane, b: &EncodeLane, n: usize, w: &mut [Writer; 2], buf: &mut [u8]) {
+    pair(a, b, n, w, buf);
 }
 
 /// [`pair`] as compiled for this CPU.
-fn pair_detect(a: &EncodeLane, b: &EncodeLane, w: &mut [Writer; 2], buf: &mut [u8]) {
+fn pair_detect(a: &EncodeLane, b: &EncodeLane, n: usize, w: &mut [Writer; 2], buf: &mut [u8]) {
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("bmi2") {
         // SAFETY: the CPU has the features `pair_bmi2` is compiled for.
-        return unsafe { pair_bmi2(a, b, w, buf) };
+        return unsafe { pair_bmi2(a, b, n, w, buf) };
     }
-    pair(a, b, w, buf);
+    pair(a, b, n, w, buf);
 }
 
 /// Lookups per stream between refills: a refill leaves at least 56 bits, a lookup takes <= 12.
