@@ -172,7 +172,9 @@ pub use error::{Error, HeaderError, Result, TensorProblem};
 pub use inspect::{inspect, ArchiveInfo, CodecUse, Reference, TransformUse};
 pub use pipeline::decode::{decode, DecodeOptions, DecodeReport};
 pub use pipeline::encode::{encode, encode_file, encode_to_vec, EncodeOptions, EncodeReport};
-pub use pipeline::{memory_needed, memory_needed_with_references, DEFAULT_MEMORY};
+pub use pipeline::{
+    archive_memory_needed, memory_needed, memory_needed_with_references, DEFAULT_MEMORY,
+};
 #[cfg(feature = "remote")]
 pub use remote_archive::{decode_url, inspect_url};
 pub use safetensors::{Dtype, TensorInfo};

@@ -162,6 +162,17 @@ pub struct FileHeader {
     pub refs: Option<References>,
 }
 
+/// The fixed part of a file header, checked on its own.
+struct Fixed {
+    bytes: [u8; HEADER_FIXED_LEN],
+    version: u16,
+    mode: Mode,
+    kind: Kind,
+    block_size: u32,
+    flags: u32,
+    prefix_len: u64,
+}
+
 /// Header flag: the trailer's MD5 field is not recorded (all zero). Archives of format 1
 /// written before the flag existed have flags 0 and always record it.
 const FLAG_NO_MD5: u32 = 1;
@@ -276,8 +287,9 @@ impl FileHeader {
         w.write_all(&b)
     }
 
-    /// Reads and validates a header; `archive_len` bounds the prefix when the length is known.
-    pub fn read(r: &mut impl Read, archive_len: Option<u64>) -> Result<FileHeader> {
+    /// Reads and checks the fixed part of a file header (all but the kept header, the
+    /// reference section and the checksum, which covers the kept header too).
+    fn read_fixed(r: &mut impl Read) -> Result<Fixed> {
         let mut fixed = [0u8; HEADER_FIXED_LEN];
         let got = read_up_to(r, &mut fixed)?;
         if got < MAGIC.len() && fixed[..got] == MAGIC[..got] {
@@ -330,6 +342,37 @@ impl FileHeader {
                 "file header: kept-header length {prefix_len} is impossible"
             )));
         }
+        Ok(Fixed {
+            bytes: fixed,
+            version,
+            mode,
+            kind,
+            block_size,
+            flags,
+            prefix_len,
+        })
+    }
+
+    /// The block size of the archive that `r` starts with, and whether its header has a
+    /// reference section, from the header's fixed part alone: its kept header, which takes a
+    /// GGUF archive tens of milliseconds to inflate, is not read, nor the part checked against
+    /// the header's checksum (which a decoder does).
+    pub fn peek(r: &mut impl Read) -> Result<(u32, bool)> {
+        let f = Self::read_fixed(r)?;
+        Ok((f.block_size, f.flags & FLAG_REFS != 0))
+    }
+
+    /// Reads and validates a header; `archive_len` bounds the prefix when the length is known.
+    pub fn read(r: &mut impl Read, archive_len: Option<u64>) -> Result<FileHeader> {
+        let Fixed {
+            bytes: fixed,
+            version,
+            mode,
+            kind,
+            block_size,
+            flags,
+            prefix_len,
+        } = Self::read_fixed(r)?;
         let what = match kind {
             Kind::Gguf => "kept GGUF header",
             _ => "kept safetensors header",
@@ -745,6 +788,33 @@ fn check_planes(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The fixed part alone gives what the whole header says of the block size and the
+    /// references, and refuses what the whole one refuses for its fixed part.
+    #[test]
+    fn peek_agrees_with_the_whole_header() {
+        let prefix = b"GGUF\x03\x00\x00\x00".repeat(4);
+        for (block_size, refs) in [(1 << 20, None), (4 << 20, Some(References::default()))] {
+            let mut h = FileHeader::new(
+                Mode::Fast,
+                Kind::Gguf,
+                block_size,
+                prefix.clone(),
+                false,
+                refs,
+                false,
+            );
+            h.set_packed(kept::pack(&h.prefix, Mode::Fast));
+            let mut b = Vec::new();
+            h.write(&mut b).unwrap();
+            let whole = FileHeader::read(&mut &b[..], Some(b.len() as u64)).unwrap();
+            let peeked = FileHeader::peek(&mut &b[..]).unwrap();
+            assert_eq!(peeked, (whole.block_size, whole.refs.is_some()));
+            assert!(FileHeader::peek(&mut &b[..HEADER_FIXED_LEN - 1]).is_err());
+            b[0] ^= 1;
+            assert!(FileHeader::peek(&mut &b[..]).is_err());
+        }
+    }
 
     #[test]
     fn record_roundtrip_and_checksum() {

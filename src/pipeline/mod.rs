@@ -74,6 +74,15 @@ pub fn memory_needed_with_references(block_size: u32) -> u64 {
     memory_needed(block_size) + BASE_HALF_BLOCKS * block_size as u64 / 2
 }
 
+/// What decoding the archive that `r` starts with needs at least ([`memory_needed`] for its
+/// block size, with references where it has them), read from the fixed part of its file
+/// header alone: a GGUF archive's kept header takes tens of milliseconds to inflate, and is
+/// not read. The decoder checks that part against the header's checksum.
+pub fn archive_memory_needed(r: &mut impl std::io::Read) -> crate::Result<u64> {
+    let (block_size, refs) = crate::container::FileHeader::peek(r)?;
+    Ok(one_block_needs(block_size, refs))
+}
+
 /// [`memory_needed_with_references`] with `refs`, else [`memory_needed`].
 pub(crate) fn one_block_needs(block_size: u32, refs: bool) -> u64 {
     match refs {

@@ -628,8 +628,6 @@ where
 pub(super) fn archive_memory_needed(path: &Path) -> u64 {
     File::open(path)
         .ok()
-        .and_then(|f| sc::Archive::open(f).ok())
-        .map_or(sc::memory_needed(sc::MAX_BLOCK_SIZE), |a| {
-            super::resources::archive_needs(&a)
-        })
+        .and_then(|mut f| sc::archive_memory_needed(&mut f).ok())
+        .unwrap_or(sc::memory_needed(sc::MAX_BLOCK_SIZE))
 }
