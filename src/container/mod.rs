@@ -364,15 +364,8 @@ impl FileHeader {
 
     /// Reads and validates a header; `archive_len` bounds the prefix when the length is known.
     pub fn read(r: &mut impl Read, archive_len: Option<u64>) -> Result<FileHeader> {
-        let Fixed {
-            bytes: fixed,
-            version,
-            mode,
-            kind,
-            block_size,
-            flags,
-            prefix_len,
-        } = Self::read_fixed(r)?;
+        let f = Self::read_fixed(r)?;
+        let (fixed, kind, flags, prefix_len) = (f.bytes, f.kind, f.flags, f.prefix_len);
         let what = match kind {
             Kind::Gguf => "kept GGUF header",
             _ => "kept safetensors header",
@@ -432,10 +425,10 @@ impl FileHeader {
             }
         };
         Ok(FileHeader {
-            version,
-            mode,
+            version: f.version,
+            mode: f.mode,
             kind,
-            block_size,
+            block_size: f.block_size,
             prefix,
             packed,
             md5: flags & FLAG_NO_MD5 == 0,
