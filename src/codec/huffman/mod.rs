@@ -64,7 +64,7 @@ pub fn code_lengths(hist: &[u32; 256], limit: u32) -> [u8; 256] {
     // two plus one for a package: a leaf sorts before a package of the same weight.
     let width = 2 * n;
     let mut items = vec![0u64; width * limit as usize];
-    let mut len = [0usize; 32];
+    let mut len = vec![0usize; limit as usize];
     for (slot, &(w, _)) in items.iter_mut().zip(leaves.iter()) {
         *slot = w << 1;
     }
