@@ -1402,6 +1402,11 @@ fn crafted_deflated_kept_headers_fail_cleanly() {
         }
         let got = catch_unwind(AssertUnwindSafe(|| inspect(&mut Cursor::new(&bad))));
         assert!(matches!(got, Ok(Err(ref e)) if named(e)), "{case}: {got:?}");
+        // The kept header is inflated while the first blocks decode, and written first: when
+        // it fails, nothing is written at all.
+        let mut out = Vec::new();
+        assert!(decode(&bad[..], &mut out, &DecodeOptions::default()).is_err());
+        assert!(out.is_empty(), "{case}: wrote {} bytes", out.len());
     }
     // A deflated length that is zero or longer than the prefix is impossible.
     for c in [0u32, p as u32 + 1] {

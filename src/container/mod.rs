@@ -120,6 +120,14 @@ impl Kind {
     pub fn has_tensors(self) -> bool {
         self != Kind::Generic
     }
+
+    /// What errors call the kept header of an archive of this kind.
+    fn kept_name(self) -> &'static str {
+        match self {
+            Kind::Gguf => "kept GGUF header",
+            _ => "kept safetensors header",
+        }
+    }
 }
 
 fn u16_at(b: &[u8], at: usize) -> u16 {
@@ -364,19 +372,29 @@ impl FileHeader {
 
     /// Reads and validates a header; `archive_len` bounds the prefix when the length is known.
     pub fn read(r: &mut impl Read, archive_len: Option<u64>) -> Result<FileHeader> {
+        let (mut header, kept) = Self::read_stored(r, archive_len)?;
+        (header.prefix, header.packed) = kept.open()?;
+        Ok(header)
+    }
+
+    /// Reads and validates a header as [`FileHeader::read`] does, but leaves its kept header
+    /// as the archive stores it, unchecked: `prefix` and `packed` are empty, and the kept header
+    /// comes back apart, for [`KeptHeader::open`] (a GGUF vocabulary takes tens of
+    /// milliseconds to inflate, which a decoder spends on blocks meanwhile).
+    pub fn read_stored(
+        r: &mut impl Read,
+        archive_len: Option<u64>,
+    ) -> Result<(FileHeader, KeptHeader)> {
         let f = Self::read_fixed(r)?;
         let (fixed, kind, flags, prefix_len) = (f.bytes, f.kind, f.flags, f.prefix_len);
-        let what = match kind {
-            Kind::Gguf => "kept GGUF header",
-            _ => "kept safetensors header",
-        };
+        let what = kind.kept_name();
         let mut h = twox_hash::XxHash3_64::new();
         h.write(&fixed);
         let room = archive_len.map(|len| len.saturating_sub(HEADER_FIXED_LEN as u64));
-        let (prefix, packed, stored) = if flags & FLAG_PACKED == 0 {
+        let (stored, deflated, stored_len) = if flags & FLAG_PACKED == 0 {
             let prefix = read_checked(r, prefix_len, room, what)?;
             h.write(&prefix);
-            (prefix, None, prefix_len)
+            (prefix, false, prefix_len)
         } else {
             if !kind.has_tensors() {
                 return Err(corrupt("a generic archive with a deflated kept header"));
@@ -393,29 +411,17 @@ impl FileHeader {
             let room = room.map(|len| len.saturating_sub(field.len() as u64));
             let packed = read_checked(r, packed_len, room, what)?;
             h.write(&packed);
-            (Vec::new(), Some(packed), field.len() as u64 + packed_len)
+            (packed, true, field.len() as u64 + packed_len)
         };
         let mut sum = [0u8; 8];
         read_exact_or(r, &mut sum, "file header checksum")?;
         if h.finish() != u64::from_le_bytes(sum) {
             return Err(corrupt("file header checksum mismatch"));
         }
-        let prefix = match &packed {
-            Some(p) => kept::unpack(p, prefix_len as usize, what)?,
-            None => prefix,
-        };
-        if kind == Kind::Safetensors && u64_at(&prefix, 0) != prefix_len - 8 {
-            return Err(corrupt("kept safetensors header has the wrong length"));
-        }
-        if kind == Kind::Gguf && prefix[..4] != crate::gguf::MAGIC {
-            return Err(corrupt(
-                "kept GGUF header does not start with the GGUF magic",
-            ));
-        }
         let refs = match flags & FLAG_REFS {
             0 => None,
             _ => {
-                let after = HEADER_FIXED_LEN as u64 + stored + 8;
+                let after = HEADER_FIXED_LEN as u64 + stored_len + 8;
                 let room = archive_len.map(|len| len.saturating_sub(after));
                 let refs = References::read(r, room)?;
                 if !kind.has_tensors() && !refs.entries.is_empty() {
@@ -424,16 +430,23 @@ impl FileHeader {
                 Some(refs)
             }
         };
-        Ok(FileHeader {
+        let header = FileHeader {
             version: f.version,
             mode: f.mode,
             kind,
             block_size: f.block_size,
-            prefix,
-            packed,
+            prefix: Vec::new(),
+            packed: None,
             md5: flags & FLAG_NO_MD5 == 0,
             refs,
-        })
+        };
+        let kept = KeptHeader {
+            kind,
+            len: prefix_len,
+            stored,
+            deflated,
+        };
+        Ok((header, kept))
     }
 
     /// The tensors of the kept header (none for a generic archive), ordered by data offset.
@@ -461,6 +474,52 @@ impl FileHeader {
                 "trailer holds an MD5 although the header says none was recorded",
             )),
         }
+    }
+}
+
+/// A kept header as the archive stores it, checked against the file header's checksum only:
+/// what [`FileHeader::read_stored`] leaves for [`KeptHeader::open`].
+#[derive(Debug)]
+pub struct KeptHeader {
+    kind: Kind,
+    /// Its length in the original file.
+    len: u64,
+    /// Its bytes in the archive: deflated, or as they are.
+    stored: Vec<u8>,
+    deflated: bool,
+}
+
+impl KeptHeader {
+    /// Its length in the original file, where block 0 starts.
+    pub fn original_len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether it is stored deflated, so that [`KeptHeader::open`] takes time.
+    pub fn is_deflated(&self) -> bool {
+        self.deflated
+    }
+
+    /// The kept header, inflated when stored deflated and checked against its kind, with its
+    /// deflated form if it has one (a [`FileHeader`]'s `prefix` and `packed`).
+    pub fn open(self) -> Result<(Vec<u8>, Option<Vec<u8>>)> {
+        let what = self.kind.kept_name();
+        let (prefix, packed) = match self.deflated {
+            true => (
+                kept::unpack(&self.stored, self.len as usize, what)?,
+                Some(self.stored),
+            ),
+            false => (self.stored, None),
+        };
+        if self.kind == Kind::Safetensors && u64_at(&prefix, 0) != self.len - 8 {
+            return Err(corrupt("kept safetensors header has the wrong length"));
+        }
+        if self.kind == Kind::Gguf && prefix[..4] != crate::gguf::MAGIC {
+            return Err(corrupt(
+                "kept GGUF header does not start with the GGUF magic",
+            ));
+        }
+        Ok((prefix, packed))
     }
 }
 

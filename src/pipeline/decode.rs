@@ -5,7 +5,7 @@ use super::digest::DigestWorker;
 use super::pool::Pool;
 use super::refs::{NoOwn, OwnBytes, Retained, Sources, Spans};
 use super::source::{Payload, Source, Stream};
-use super::{on_threads, ordered, Budget, Pools, DEFAULT_MEMORY};
+use super::{on_threads, ordered, Budget, Pending, Pools, DEFAULT_MEMORY};
 use crate::base::Base;
 use crate::container::{checksum::hex, BlockRecord, FileHeader, Footer, IndexEntry, Kind, Mode};
 use crate::error::{Error, Result};
@@ -267,6 +267,33 @@ pub(crate) fn spans_of(header: &FileHeader, tensors: &[TensorInfo]) -> Result<Sp
     Ok(Spans::new(Some(refs), tensors, header.prefix.len() as u64))
 }
 
+/// The kept header until it is written, first of the output.
+enum Kept {
+    /// Being inflated on the pool (a GGUF vocabulary takes tens of milliseconds), while the
+    /// first blocks decode.
+    Pending(Pending<Result<Vec<u8>>>),
+    /// At hand.
+    Ready(Vec<u8>),
+    Written,
+}
+
+impl Kept {
+    /// Writes the kept header unless it is written (waiting for it to be inflated, running pool
+    /// work meanwhile), and queues it first for the MD5 thread.
+    fn write(&mut self, output: &mut impl Write, digest: Option<&DigestWorker>) -> Result<()> {
+        let prefix = match std::mem::replace(self, Kept::Written) {
+            Kept::Pending(p) => p.wait()?,
+            Kept::Ready(prefix) => prefix,
+            Kept::Written => return Ok(()),
+        };
+        output.write_all(&prefix)?;
+        if let Some(d) = digest {
+            d.push(Arc::new(prefix));
+        }
+        Ok(())
+    }
+}
+
 /// A block decoded by a worker, or one to decode on the writing thread once the blocks before
 /// it are written (it repeats bytes that a stream only has once they are).
 enum Step<'a> {
@@ -320,11 +347,20 @@ pub(crate) fn decode_from<'a, S: Source<'a> + Send, W: Write + Send>(
         inner: input,
         pos: 0,
     };
-    let header = FileHeader::read(&mut r, opts.archive_len)?;
-    // Only an archive with references needs its kept header's tensors to decode.
-    let spans = match header.refs {
-        Some(_) => spans_of(&header, &header.tensors()?)?,
-        None => Spans::default(),
+    let (mut header, stored) = FileHeader::read_stored(&mut r, opts.archive_len)?;
+    let kept_len = stored.original_len();
+    // Only an archive with references needs its kept header's tensors to decode; any other's
+    // is inflated on the pool while the first blocks decode (see `Kept`).
+    let (spans, deflated) = match header.refs.is_none() && stored.is_deflated() {
+        true => (Spans::default(), Some(stored)),
+        false => {
+            (header.prefix, header.packed) = stored.open()?;
+            let spans = match header.refs {
+                Some(_) => spans_of(&header, &header.tensors()?)?,
+                None => Spans::default(),
+            };
+            (spans, None)
+        }
     };
     let budget = Budget::new(opts.memory, header.block_size, 0, header.refs.is_some())?;
     // A missing or wrong base is reported before anything is written.
@@ -334,11 +370,10 @@ pub(crate) fn decode_from<'a, S: Source<'a> + Send, W: Write + Send>(
         (true, Some(again)) => Own::Again(again(opts.base.cloned())?),
         (true, None) => Own::Kept(Retained::new(&spans)),
     };
-    output.write_all(&header.prefix)?;
-    let (pools, digest) = budget.start(opts.check_md5, &header.prefix)?;
+    let (pools, digest) = budget.start(opts.check_md5)?;
     let mut reader = BlockReader {
         index: Vec::new(),
-        raw_pos: header.prefix.len() as u64,
+        raw_pos: kept_len,
         end_offset: None,
         block_size: header.block_size,
         archive_len: opts.archive_len,
@@ -349,50 +384,59 @@ pub(crate) fn decode_from<'a, S: Source<'a> + Send, W: Write + Send>(
         base: opts.base,
         own: &NoOwn,
     };
-    ordered(
-        budget.window,
-        &mut || {
-            // Decoded blocks the MD5 thread has not hashed yet stay in memory.
-            if let Some(d) = &digest {
-                d.wait_behind(budget.md5_behind);
-            }
-            reader.read(&mut r, &pools.coded)
-        },
-        &|block: Block<'a>| {
-            if block.record.transform.is_delta() && spans.needs_own(block.range()) {
-                return Ok(Step::Later(block));
-            }
-            let start = block.raw_offset;
-            decode_one(block, &pools, sources).map(|(rec, out)| Step::Done(start, rec, out))
-        },
-        &mut |decoded| {
-            let (start, rec, out) = match decoded? {
-                Step::Done(start, rec, out) => (start, rec, out),
-                Step::Later(block) => {
-                    let start = block.raw_offset;
-                    let own = Sources {
-                        own: own.bytes(),
-                        ..sources
-                    };
-                    let (rec, out) = decode_one(block, &pools, own)?;
-                    (start, rec, out)
+    rayon::in_place_scope(|s| {
+        let mut kept = match deflated {
+            Some(stored) => Kept::Pending(Pending::spawn(s, move || Ok(stored.open()?.0))),
+            None => Kept::Ready(std::mem::take(&mut header.prefix)),
+        };
+        ordered(
+            budget.window,
+            &mut || {
+                // Decoded blocks the MD5 thread has not hashed yet stay in memory.
+                if let Some(d) = &digest {
+                    d.wait_behind(budget.md5_behind);
                 }
-            };
-            if let Own::Kept(kept) = &mut own {
-                kept.keep(start, &out);
-            }
-            output.write_all(&out)?;
-            match &digest {
-                Some(d) => d.push(Arc::new(out)),
-                None => pools.blocks.give(out),
-            }
-            decoded_to += rec.stored_len();
-            if let Some(progress) = opts.progress {
-                progress(decoded_to);
-            }
-            Ok(())
-        },
-    )?;
+                reader.read(&mut r, &pools.coded)
+            },
+            &|block: Block<'a>| {
+                if block.record.transform.is_delta() && spans.needs_own(block.range()) {
+                    return Ok(Step::Later(block));
+                }
+                let start = block.raw_offset;
+                decode_one(block, &pools, sources).map(|(rec, out)| Step::Done(start, rec, out))
+            },
+            &mut |decoded| {
+                kept.write(&mut output, digest.as_ref())?;
+                let (start, rec, out) = match decoded? {
+                    Step::Done(start, rec, out) => (start, rec, out),
+                    Step::Later(block) => {
+                        let start = block.raw_offset;
+                        let own = Sources {
+                            own: own.bytes(),
+                            ..sources
+                        };
+                        let (rec, out) = decode_one(block, &pools, own)?;
+                        (start, rec, out)
+                    }
+                };
+                if let Own::Kept(kept) = &mut own {
+                    kept.keep(start, &out);
+                }
+                output.write_all(&out)?;
+                match &digest {
+                    Some(d) => d.push(Arc::new(out)),
+                    None => pools.blocks.give(out),
+                }
+                decoded_to += rec.stored_len();
+                if let Some(progress) = opts.progress {
+                    progress(decoded_to);
+                }
+                Ok(())
+            },
+        )?;
+        // No blocks (tensors of no bytes): the kept header is still written.
+        kept.write(&mut output, digest.as_ref())
+    })?;
     let (index, raw_pos) = (reader.index, reader.raw_pos);
     let end_offset = reader.end_offset.unwrap_or_default();
     let footer = Footer::read_after_tag(&mut r, index.len() as u64)?;

@@ -47,19 +47,16 @@ impl DigestWorker {
         })
     }
 
-    /// Starts the thread when `enabled`, with the file's first bytes `prefix` queued.
+    /// Starts the thread when `enabled`.
     pub fn start(
         enabled: bool,
-        prefix: &[u8],
         pool: &Pool<Vec<u8>>,
         queue: usize,
     ) -> std::io::Result<Option<DigestWorker>> {
-        if !enabled {
-            return Ok(None);
+        match enabled {
+            true => DigestWorker::spawn(queue, pool.clone()).map(Some),
+            false => Ok(None),
         }
-        let d = DigestWorker::spawn(queue, pool.clone())?;
-        d.push(Arc::new(prefix.to_vec()));
-        Ok(Some(d))
     }
 
     /// Queues the next bytes of the file (blocks while the queue is full). The buffer goes back

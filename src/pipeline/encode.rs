@@ -5,7 +5,7 @@ use super::digest::DigestWorker;
 use super::plan::{Planner, TensorRows};
 use super::pool::{Pool, Pooled};
 use super::refs::{FillCheck, Input, NoOwn, OwnBytes, Spans};
-use super::{dedup, on_threads, ordered, receive, Budget, Pools, DEFAULT_MEMORY};
+use super::{dedup, on_threads, ordered, Budget, Pending, Pools, DEFAULT_MEMORY};
 use crate::base::Base;
 use crate::choice::SignModels;
 use crate::container::kept;
@@ -21,7 +21,6 @@ use crate::safetensors::{json_len, Header, MAX_HEADER_LEN};
 use crate::transform::Transform;
 use std::fs::File;
 use std::io::{Read, Write};
-use std::sync::mpsc::{channel, Receiver};
 use std::sync::Arc;
 
 /// Settings for [`encode`] and [`encode_to_vec`]. Build them from [`EncodeOptions::new`] or
@@ -318,10 +317,10 @@ impl InputReader {
 }
 
 /// The file header, waiting for its kept header's deflated form: the kept header comes back
-/// with it on `packed`.
+/// with it from `packed`.
 struct PendingHeader {
     header: FileHeader,
-    packed: Receiver<(Vec<u8>, Option<Vec<u8>>)>,
+    packed: Pending<(Vec<u8>, Option<Vec<u8>>)>,
 }
 
 /// Appends coded blocks to the archive in order, keeping the index.
@@ -349,7 +348,7 @@ impl ArchiveWriter {
     /// pool work meanwhile).
     fn write_header<W: Write>(&mut self, output: &mut W) -> Result<()> {
         if let Some(PendingHeader { mut header, packed }) = self.header.take() {
-            let (prefix, packed) = receive(&packed);
+            let (prefix, packed) = packed.wait();
             header.prefix = prefix;
             header.set_packed(packed);
             header.write(output)?;
@@ -554,7 +553,10 @@ fn encode_here<R: Read + Send, W: Write + Send>(
         Mode::Best => opts.sign_models,
         Mode::Fast => SignModels::Off,
     };
-    let (pools, digest) = budget.start(opts.md5, &prefix)?;
+    let (pools, digest) = budget.start(opts.md5)?;
+    if let Some(d) = &digest {
+        d.push(Arc::new(prefix.clone()));
+    }
     let prefix_len = prefix.len() as u64;
     let mut source = std::io::Cursor::new(pending).chain(input);
     let mut reader = InputReader {
@@ -573,20 +575,17 @@ fn encode_here<R: Read + Send, W: Write + Send>(
         Some(at) => at,
         None => &NoOwn,
     };
-    let (packed_tx, packed_rx) = channel();
+    let file_header = FileHeader::new(
+        opts.mode,
+        kind,
+        opts.block_size,
+        Vec::new(),
+        opts.md5,
+        refs,
+        signs != SignModels::Off,
+    );
     let mut writer = ArchiveWriter {
-        header: Some(PendingHeader {
-            header: FileHeader::new(
-                opts.mode,
-                kind,
-                opts.block_size,
-                Vec::new(),
-                opts.md5,
-                refs,
-                signs != SignModels::Off,
-            ),
-            packed: packed_rx,
-        }),
+        header: None,
         head: Vec::new(),
         archive_len: 0,
         raw_pos: prefix_len,
@@ -594,13 +593,16 @@ fn encode_here<R: Read + Send, W: Write + Send>(
     };
     let mode = opts.mode;
     let mut check = FillCheck::new(&spans);
-    // The kept header is deflated on the pool while the first blocks are coded (a GGUF
-    // vocabulary takes tens of milliseconds); the writer waits for it before block 0.
     rayon::in_place_scope(|s| {
-        s.spawn(move |_| {
+        // The kept header is deflated on the pool while the first blocks are coded (a GGUF
+        // vocabulary takes tens of milliseconds); the writer waits for it before block 0.
+        let packed = Pending::spawn(s, move || {
             let packed = kept::pack(&prefix, mode);
-            // The writer gave up waiting only after an error.
-            let _ = packed_tx.send((prefix, packed));
+            (prefix, packed)
+        });
+        writer.header = Some(PendingHeader {
+            header: file_header,
+            packed,
         });
         ordered(
             budget.window,

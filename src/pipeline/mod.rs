@@ -147,15 +147,13 @@ impl Budget {
         })
     }
 
-    /// The pools of a run that hashes its file when `md5` (the file's first bytes `prefix`
-    /// queued first), and its MD5 thread.
+    /// The pools of a run, and its MD5 thread when it hashes its file (`md5`).
     pub(crate) fn start(
         &self,
         md5: bool,
-        prefix: &[u8],
     ) -> std::io::Result<(Pools, Option<digest::DigestWorker>)> {
         let pools = self.pools();
-        let digest = digest::DigestWorker::start(md5, prefix, &pools.blocks, self.window)?;
+        let digest = digest::DigestWorker::start(md5, &pools.blocks, self.window)?;
         Ok((pools, digest))
     }
 
@@ -246,6 +244,30 @@ pub(crate) fn ordered<B: Send, C: Send>(
             }
         }
     })
+}
+
+/// Work running on the pool of a scope, whose result a later step of the pipeline waits for.
+pub(crate) struct Pending<T>(Receiver<Outcome<T>>);
+
+impl<T: Send> Pending<T> {
+    /// Starts `work` on the pool of `scope`.
+    pub(crate) fn spawn<'s>(scope: &rayon::Scope<'s>, work: impl FnOnce() -> T + Send + 's) -> Self
+    where
+        T: 's,
+    {
+        let (tx, rx) = channel();
+        scope.spawn(move |_| {
+            let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
+            // Only a waiter that gave up (after an error) has dropped the receiver.
+            let _ = tx.send(done);
+        });
+        Pending(rx)
+    }
+
+    /// Its result, running pool work while it is not ready; a panic in the work resumes here.
+    pub(crate) fn wait(self) -> T {
+        receive(&self.0).unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    }
 }
 
 /// Waits for the next coded unit, running pool work meanwhile when there is any.

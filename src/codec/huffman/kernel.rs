@@ -4,7 +4,7 @@
 //! huffjoint kernels.
 #![allow(unsafe_code)]
 
-use super::{quarter, DecodeTable, Table, COUNT_SHIFT, LEN_SHIFT, LOOKUP_MASK, MAX_SYMS, STREAMS};
+use super::{quarter, Single, Table, COUNT_SHIFT, LEN_SHIFT, LOOKUP_MASK, MAX_SYMS, STREAMS};
 use crate::error::CodecError;
 
 /// One stream to encode: its symbols, their codes (code in the low 16 bits, length above) and
@@ -135,15 +135,71 @@ fn pair_detect(a: &EncodeLane, b: &EncodeLane, n: usize, w: &mut [Writer; 2], bu
 
 /// Lookups per stream between refills: a refill leaves at least 56 bits, a lookup takes <= 12.
 const LOOKUPS: usize = 4;
-/// How far one round of [`LOOKUPS`] lookups can advance a stream's output position.
-const ROUND_ADVANCE: usize = LOOKUPS * MAX_SYMS as usize;
-/// How far past its position one round can write: the last lookup stores 4 bytes after at most
-/// `LOOKUPS - 1` full advances.
-const ROUND_REACH: usize = (LOOKUPS - 1) * MAX_SYMS as usize + 4;
 
 /// Set above the unconsumed bits of a lane's buffer: its leading zeros are the bits consumed
 /// since the last load, so a lookup only shifts and no bit counter is updated per symbol.
 const MARKER: u64 = 1 << 63;
+
+/// A decode table of the interleaved loop: how one lookup turns a stream's next bits into
+/// output bytes.
+pub(crate) trait Lookup {
+    /// Most output bytes one lookup advances.
+    const ADVANCE: usize;
+    /// Bytes one lookup stores from its position (some past the bytes it advances).
+    const STORE: usize;
+
+    /// Decodes the entry for the next bits of `buf` into `out[*at..*at + STORE]`, and moves
+    /// both past it.
+    ///
+    /// # Safety
+    /// `out` must be valid for writes at `*at..*at + STORE`.
+    unsafe fn lookup(&self, buf: &mut u64, at: &mut usize, out: *mut u8);
+
+    /// The first symbol of the entry for `window` and its code length (`lens`: the lengths).
+    fn first(&self, window: usize, lens: &[u8; 256]) -> (u8, u32);
+}
+
+impl Lookup for Table {
+    const ADVANCE: usize = MAX_SYMS as usize;
+    const STORE: usize = 4;
+
+    #[inline(always)]
+    unsafe fn lookup(&self, buf: &mut u64, at: &mut usize, out: *mut u8) {
+        let e = self[(*buf & LOOKUP_MASK) as usize];
+        out.add(*at)
+            .cast::<[u8; 4]>()
+            .write_unaligned(e.to_le_bytes());
+        *buf >>= (e >> LEN_SHIFT) & 63;
+        *at += (e >> COUNT_SHIFT) as usize;
+    }
+
+    fn first(&self, window: usize, lens: &[u8; 256]) -> (u8, u32) {
+        let e = self[window];
+        let s = e as u8;
+        match e >> COUNT_SHIFT {
+            1 => (s, (e >> LEN_SHIFT) & 63),
+            _ => (s, lens[s as usize] as u32),
+        }
+    }
+}
+
+impl Lookup for Single {
+    const ADVANCE: usize = 1;
+    const STORE: usize = 1;
+
+    #[inline(always)]
+    unsafe fn lookup(&self, buf: &mut u64, at: &mut usize, out: *mut u8) {
+        let e = self[(*buf & LOOKUP_MASK) as usize];
+        out.add(*at).write((e >> 8) as u8);
+        *buf >>= e & 63;
+        *at += 1;
+    }
+
+    fn first(&self, window: usize, _: &[u8; 256]) -> (u8, u32) {
+        let e = self[window];
+        ((e >> 8) as u8, (e & 63) as u32)
+    }
+}
 
 /// The 8 bytes of `data` from `at` on, little-endian, zeros past the end.
 #[inline(always)]
@@ -165,28 +221,42 @@ fn read_word_tail(data: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b)
 }
 
-/// One stream with its table and output range `at..end` of the plane.
-#[derive(Clone, Copy)]
-pub(crate) struct Lane<'a> {
+/// One stream with its table of kind `T` and output range `at..end` of the plane.
+pub(crate) struct Lane<'a, T> {
     data: &'a [u8],
     /// Byte of `data` that `buf` was last loaded from.
     byte: usize,
     /// The stream's bits from `byte * 8` on, shifted right past those consumed, under [`MARKER`].
     buf: u64,
-    table: &'a Table,
+    table: &'a T,
     lens: &'a [u8; 256],
     at: usize,
     end: usize,
 }
 
-impl<'a> Lane<'a> {
-    pub(crate) fn new(data: &'a [u8], table: &'a DecodeTable, at: usize, end: usize) -> Self {
+// Not derived: a derive would ask `T: Copy`, which the tables (arrays) are not needed to be.
+impl<T> Clone for Lane<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Lane<'_, T> {}
+
+impl<'a, T: Lookup> Lane<'a, T> {
+    pub(crate) fn new(
+        data: &'a [u8],
+        table: &'a T,
+        lens: &'a [u8; 256],
+        at: usize,
+        end: usize,
+    ) -> Self {
         Lane {
             data,
             byte: 0,
             buf: MARKER,
-            table: &table.multi,
-            lens: &table.lens,
+            table,
+            lens,
             at,
             end,
         }
@@ -224,9 +294,8 @@ impl<'a> Lane<'a> {
 
     /// Rounds of refill and [`LOOKUPS`] lookups that stay inside `data`: the first refill
     /// advances at most 7 bytes (a safe bound: up to 55 bits are consumed), each later one at
-    /// most 6 (a refill
-    /// leaves under 8 bits of the loaded byte consumed, the lookups take at most 48), and each
-    /// loads 8 bytes.
+    /// most 6 (a refill leaves under 8 bits of the loaded byte consumed, the lookups take at
+    /// most 48), and each loads 8 bytes.
     fn rounds_in_data(&self) -> usize {
         match self.data.len().checked_sub(self.byte + 7 + 8) {
             Some(slack) => slack / 6 + 1,
@@ -234,37 +303,12 @@ impl<'a> Lane<'a> {
         }
     }
 
-    /// The entry of `table` (this lane's) for the next bits.
-    #[inline(always)]
-    fn entry(&self, table: &Table) -> u32 {
-        table[(self.buf & LOOKUP_MASK) as usize]
-    }
-
-    /// Decodes the next entry of `table` (this lane's) into `out[at..at + 4]` and advances
-    /// past its symbols.
-    ///
-    /// # Safety
-    /// `out` must be valid for writes at `at..at + 4`.
-    #[inline(always)]
-    unsafe fn lookup(&mut self, table: &Table, out: *mut u8) {
-        let e = self.entry(table);
-        out.add(self.at)
-            .cast::<[u8; 4]>()
-            .write_unaligned(e.to_le_bytes());
-        self.buf >>= (e >> LEN_SHIFT) & 63;
-        self.at += (e >> COUNT_SHIFT) as usize;
-    }
-
     /// Decodes one symbol; for the last few of a stream, where a whole entry may not fit.
     fn decode_one(&mut self, out: &mut [u8]) {
         self.refill();
-        let e = self.entry(self.table);
-        let s = e as u8;
-        let len = if e >> COUNT_SHIFT == 1 {
-            (e >> LEN_SHIFT) & 63
-        } else {
-            self.lens[s as usize] as u32
-        };
+        let (s, len) = self
+            .table
+            .first((self.buf & LOOKUP_MASK) as usize, self.lens);
         self.buf >>= len;
         if let Some(o) = out.get_mut(self.at) {
             *o = s;
@@ -280,13 +324,13 @@ impl<'a> Lane<'a> {
 
 /// Decodes the first `N` lanes, interleaved, until one has too little output room left for a
 /// whole round of unconditional stores, or too few stream bytes for a round of unchecked
-/// refills. `table` gives each lane's table.
+/// refills.
 #[inline(always)]
-fn run<'t, const N: usize>(
-    lanes: &mut [Lane<'t>],
-    out: &mut [u8],
-    table: impl Fn(&Lane<'t>) -> &'t Table,
-) {
+fn run<T: Lookup, const N: usize>(lanes: &mut [Lane<T>], out: &mut [u8], shared: Option<&T>) {
+    // How far one round of lookups can advance a stream's output position, and how far past
+    // its position it can write: the last lookup stores after at most `LOOKUPS - 1` advances.
+    let round_advance = LOOKUPS * T::ADVANCE;
+    let round_reach = (LOOKUPS - 1) * T::ADVANCE + T::STORE;
     let Some(chunk) = lanes.first_chunk_mut::<N>() else {
         return;
     };
@@ -295,7 +339,7 @@ fn run<'t, const N: usize>(
     let ptr = out.as_mut_ptr();
     loop {
         let room = l.iter().map(Lane::room).min().unwrap_or(0);
-        let by_room = (room + ROUND_ADVANCE).saturating_sub(ROUND_REACH) / ROUND_ADVANCE;
+        let by_room = (room + round_advance).saturating_sub(round_reach) / round_advance;
         let by_data = l.iter().map(Lane::rounds_in_data).min().unwrap_or(0);
         let rounds = by_room.min(by_data);
         if rounds == 0 {
@@ -308,10 +352,13 @@ fn run<'t, const N: usize>(
             }
             for _ in 0..LOOKUPS {
                 for lane in l.iter_mut() {
-                    // SAFETY: every lane has `end <= out.len()` and at least `room` bytes left at
-                    // the start of this batch; round j starts at most `j * ROUND_ADVANCE` past
-                    // that and writes below `j * ROUND_ADVANCE + ROUND_REACH <= room`.
-                    unsafe { lane.lookup(table(lane), ptr) };
+                    // One table for all lanes (the common case) is one pointer in a register
+                    // instead of four competing for them.
+                    let table = shared.unwrap_or(lane.table);
+                    // SAFETY: every lane has `end <= out.len()` and at least `room` bytes left
+                    // at the start of this batch; round j starts at most `j * round_advance`
+                    // past that and writes below `j * round_advance + round_reach <= room`.
+                    unsafe { table.lookup(&mut lane.buf, &mut lane.at, ptr) };
                 }
             }
         }
@@ -322,44 +369,37 @@ fn run<'t, const N: usize>(
 /// Decodes all but the last few symbols of each lane (those of its last 20 or so stream
 /// bytes, or the last dozen or so output positions).
 #[inline(always)]
-pub(crate) fn bulk(lanes: &mut [Lane; STREAMS], out: &mut [u8]) {
-    // One table for all lanes (the common case) is one pointer in a register instead of four
-    // competing for them: the four-lane loop otherwise reloads table pointers from the stack.
+pub(crate) fn bulk<T: Lookup>(lanes: &mut [Lane<T>; STREAMS], out: &mut [u8]) {
     let first = lanes[0].table;
-    if lanes.iter().all(|l| std::ptr::eq(l.table, first)) {
-        bulk_with(lanes, out, |_| first);
-    } else {
-        bulk_with(lanes, out, |l| l.table);
+    match lanes.iter().all(|l| std::ptr::eq(l.table, first)) {
+        true => bulk_with(lanes, out, Some(first)),
+        false => bulk_with(lanes, out, None),
     }
 }
 
-/// [`bulk`] with `table` giving each lane's table.
+/// [`bulk`] with `shared` the table of every lane, if they share one.
 #[inline(always)]
-fn bulk_with<'t>(
-    lanes: &mut [Lane<'t>; STREAMS],
-    out: &mut [u8],
-    table: impl Fn(&Lane<'t>) -> &'t Table + Copy,
-) {
+fn bulk_with<T: Lookup>(lanes: &mut [Lane<T>; STREAMS], out: &mut [u8], shared: Option<&T>) {
     // Streams finish the interleaved loop at different times (their codes differ in length);
     // the ones with the most left go on together.
-    run::<4>(lanes, out, table);
+    run::<T, 4>(lanes, out, shared);
     lanes.sort_unstable_by_key(|l| std::cmp::Reverse(l.room()));
-    run::<3>(lanes, out, table);
+    run::<T, 3>(lanes, out, shared);
     lanes[..3].sort_unstable_by_key(|l| std::cmp::Reverse(l.room()));
-    run::<2>(lanes, out, table);
+    run::<T, 2>(lanes, out, shared);
     lanes[..2].sort_unstable_by_key(|l| std::cmp::Reverse(l.room()));
-    run::<1>(lanes, out, table);
+    run::<T, 1>(lanes, out, shared);
 }
 
 /// [`bulk`] compiled for one-uop variable shifts (BMI2) and leading-zero counts (LZCNT).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "bmi2,lzcnt")]
-unsafe fn bulk_bmi2(lanes: &mut [Lane; STREAMS], out: &mut [u8]) {
+unsafe fn bulk_bmi2<T: Lookup>(lanes: &mut [Lane<T>; STREAMS], out: &mut [u8]) {
     bulk(lanes, out);
 }
 
 /// [`bulk`] as compiled for this CPU.
-pub(crate) fn bulk_detect(lanes: &mut [Lane; STREAMS], out: &mut [u8]) {
+pub(crate) fn bulk_detect<T: Lookup>(lanes: &mut [Lane<T>; STREAMS], out: &mut [u8]) {
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("bmi2") && std::is_x86_feature_detected!("lzcnt") {
         // SAFETY: the CPU has the features `bulk_bmi2` is compiled for.
@@ -368,18 +408,27 @@ pub(crate) fn bulk_detect(lanes: &mut [Lane; STREAMS], out: &mut [u8]) {
     bulk(lanes, out);
 }
 
-/// Decodes the four `streams` into `out` with `tables` (one shared, or one per stream).
-pub(crate) fn decode_lanes(
-    tables: &[DecodeTable],
+/// An interleaved loop over the lanes of tables of kind `T`.
+pub(crate) type Bulk<T> = fn(&mut [Lane<T>; STREAMS], &mut [u8]);
+
+/// Decodes the four `streams` into `out`, each with its table of kind `T` and its code lengths.
+pub(crate) fn decode_lanes<T: Lookup>(
+    tables: [(&T, &[u8; 256]); STREAMS],
     streams: [&[u8]; STREAMS],
     out: &mut [u8],
-    decode_bulk: fn(&mut [Lane; STREAMS], &mut [u8]),
+    decode_bulk: Bulk<T>,
 ) -> Result<(), CodecError> {
     let n = out.len();
     let q = quarter(n);
-    let mut lanes: [Lane; STREAMS] = std::array::from_fn(|k| {
-        let table = &tables[k.min(tables.len() - 1)];
-        Lane::new(streams[k], table, (k * q).min(n), ((k + 1) * q).min(n))
+    let mut lanes: [Lane<T>; STREAMS] = std::array::from_fn(|k| {
+        let (table, lens) = tables[k];
+        Lane::new(
+            streams[k],
+            table,
+            lens,
+            (k * q).min(n),
+            ((k + 1) * q).min(n),
+        )
     });
     decode_bulk(&mut lanes, out);
     for lane in &mut lanes {
