@@ -343,7 +343,7 @@ fn ratio_notes(ratios: &[(String, f64)]) -> String {
 fn notes(a: &BenchArgs, missing: &BTreeSet<&str>, steal: Option<f64>) -> String {
     let threads = measure::threads(a.threads);
     let mut s = format!(
-        "Median of {} alternating runs; each tool runs as a whole process from file to file, \
+        "Median of {} runs, alternating between tools in an order rotated each run; each tool runs as a whole process from file to file, \
          page cache warm and nothing left to write back (sync before each step); MB/s is \
          original bytes / 10^6 per second in both directions. Peak MB is \
          the largest resident set of the process over the runs (wait4 rusage), summed over the \

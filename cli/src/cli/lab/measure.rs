@@ -290,7 +290,10 @@ pub fn megabytes(peak: Option<u64>) -> String {
 }
 
 /// Runs every trial `runs` times, alternating between trials within each run so that all of
-/// them see the same machine conditions, and checks each round trip against `original`.
+/// them see the same machine conditions, and checks each round trip against `original`. Each
+/// run starts one trial later than the run before: what a step costs can depend on the steps
+/// just before it (on a virtual machine whose host takes back freed memory, the first write
+/// into it after a pause costs several times the usual), so no trial keeps the same place.
 /// `progress` is told the run number before each run.
 pub fn alternate(
     original: &Path,
@@ -299,9 +302,11 @@ pub fn alternate(
     mut progress: impl FnMut(u32),
 ) -> Vec<Tally> {
     let mut tallies = vec![Tally::default(); trials.len()];
+    let n = trials.len();
     for r in 0..runs {
         progress(r);
-        for (trial, tally) in trials.iter().zip(&mut tallies) {
+        for k in (0..n).map(|i| (i + r as usize) % n) {
+            let (trial, tally) = (&trials[k], &mut tallies[k]);
             if tally.error.is_none() {
                 if let Err(e) = run_once(original, trial, tally) {
                     tally.error = Some(format!("{e:#}"));
@@ -365,6 +370,42 @@ mod tests {
         assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
         assert_eq!(median(&[]), 0.0);
+    }
+
+    /// Each run starts one trial later, and every round trip is checked.
+    #[cfg(unix)]
+    #[test]
+    fn runs_rotate_the_order_of_trials() {
+        let (Some(sh), Some(cp)) = (find_program("sh"), find_program("cp")) else {
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let (original, log) = (dir.path().join("original"), dir.path().join("log"));
+        std::fs::write(&original, b"weights").unwrap();
+        let trials: Vec<Trial> = ["a", "b", "c"]
+            .iter()
+            .map(|name| {
+                let archive = dir.path().join(format!("{name}.archive"));
+                let restored = dir.path().join(format!("{name}.restored"));
+                let script = format!(
+                    "printf {name} >> '{}' && cp '{}' '{}'",
+                    log.display(),
+                    original.display(),
+                    archive.display()
+                );
+                Trial {
+                    encode: vec![Step::new(&sh, &[&"-c", &script])],
+                    decode: vec![Step::new(&cp, &[&archive, &restored])],
+                    archive,
+                    restored,
+                }
+            })
+            .collect();
+        let tallies = alternate(&original, &trials, 4, |_| {});
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), "abcbcacababc");
+        for t in &tallies {
+            assert!(t.error.is_none() && t.encode.len() == 4 && t.archive_len == 7);
+        }
     }
 
     #[cfg(unix)]

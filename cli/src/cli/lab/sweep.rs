@@ -107,7 +107,8 @@ pub fn run(a: &SweepArgs) -> Result<()> {
     if !a.csv {
         let threads = measure::threads(a.threads);
         out += &format!(
-            "\nMedian of {} alternating runs of `sc encode` and `sc decode` as whole processes \
+            "\nMedian of {} runs of `sc encode` and `sc decode` as whole processes, alternating between \
+             settings in an order rotated each run, \
              from file to file, page cache warm and nothing left to write back (sync before \
              each step), sc using {threads}; MB/s is original bytes / \
              10^6 per second. Framing is the archive's block records, index, fixed header and \
