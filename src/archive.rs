@@ -122,9 +122,9 @@ pub struct Archive<R> {
 /// room for the cached block when there is enough.
 fn budget(memory: u64, header: &FileHeader) -> Result<(Budget, bool)> {
     let (size, refs) = (header.block_size, header.refs.is_some());
-    match Budget::new(memory, size, 1, refs) {
+    match Budget::new(memory, size, 2, 1, refs) {
         Ok(b) => Ok((b, true)),
-        Err(_) => Ok((Budget::new(memory, size, 0, refs)?, false)),
+        Err(_) => Ok((Budget::new(memory, size, 2, 0, refs)?, false)),
     }
 }
 

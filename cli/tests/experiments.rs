@@ -327,7 +327,7 @@ fn bench_reports_missing_programs_and_checks_round_trips() {
     assert_eq!(row(&out, &["tiny", "cp"])[2], "100.00");
     assert!(!out.contains("zstd -1"), "{out}");
     assert!(out.contains("Not installed, skipped: gzip, zstd."), "{out}");
-    assert!(out.contains("Median of 2 alternating runs"), "{out}");
+    assert!(out.contains("Median of 2 runs, alternating"), "{out}");
 }
 
 #[test]

@@ -362,7 +362,10 @@ pub(crate) fn decode_from<'a, S: Source<'a> + Send, W: Write + Send>(
             (spans, None)
         }
     };
-    let budget = Budget::new(opts.memory, header.block_size, 0, header.refs.is_some())?;
+    // Up to four blocks per thread in flight, where encode has two: the writer waits for the
+    // kept header (a GGUF vocabulary inflates in tens of milliseconds) while the workers go on
+    // decoding; with two per thread they stood idle for half that time.
+    let budget = Budget::new(opts.memory, header.block_size, 4, 0, header.refs.is_some())?;
     // A missing or wrong base is reported before anything is written.
     spans.verify(opts.base, std::slice::from_ref(&(0..u64::MAX)))?;
     let mut own = match (spans.has_own(), again) {

@@ -548,7 +548,7 @@ fn encode_here<R: Read + Send, W: Write + Send>(
     let (based_tensors, repeated_tensors) = refs.as_ref().map_or((0, 0), References::counts);
     #[cfg(feature = "internals")]
     crate::hook::reach(crate::hook::Point::Planned);
-    let budget = Budget::new(opts.memory, opts.block_size, 0, refs.is_some())?;
+    let budget = Budget::new(opts.memory, opts.block_size, 2, 0, refs.is_some())?;
     let signs = match opts.mode {
         Mode::Best => opts.sign_models,
         Mode::Fast => SignModels::Off,

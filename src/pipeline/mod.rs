@@ -105,13 +105,15 @@ pub(crate) struct Budget {
 }
 
 impl Budget {
-    /// The budget for blocks of `block_size` bytes within `memory` bytes, with room for
-    /// `extra_blocks` more blocks held aside (random access keeps its last block). With `refs`
-    /// (an archive of a fine-tune coded against its base, or with repeated tensors) each block
-    /// in flight also holds its base bytes. Fails when not even one block in flight fits.
+    /// The budget for blocks of `block_size` bytes within `memory` bytes, at most `per_thread`
+    /// blocks in flight per worker thread and two more, with room for `extra_blocks` more
+    /// blocks held aside (random access keeps its last block). With `refs` (an archive of a
+    /// fine-tune coded against its base, or with repeated tensors) each block in flight also
+    /// holds its base bytes. Fails when not even one block in flight fits.
     pub(crate) fn new(
         memory: u64,
         block_size: u32,
+        per_thread: usize,
         extra_blocks: u64,
         refs: bool,
     ) -> crate::Result<Budget> {
@@ -138,7 +140,7 @@ impl Budget {
                 rayon::current_num_threads()
             )));
         }
-        let most = rayon::current_num_threads() * 2 + 2;
+        let most = rayon::current_num_threads() * per_thread + 2;
         let window = ((memory - fixed) / unit).clamp(1, most as u64) as usize;
         let left = memory - fixed - window as u64 * unit;
         Ok(Budget {
