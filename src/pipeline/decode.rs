@@ -422,8 +422,8 @@ pub(crate) fn decode_from<'a, S: Source<'a> + Send, W: Write + Send>(
                         (start, rec, out)
                     }
                 };
-                if let Own::Kept(kept) = &mut own {
-                    kept.keep(start, &out);
+                if let Own::Kept(retained) = &mut own {
+                    retained.keep(start, &out);
                 }
                 output.write_all(&out)?;
                 match &digest {

@@ -142,7 +142,12 @@ const MARKER: u64 = 1 << 63;
 
 /// A decode table of the interleaved loop: how one lookup turns a stream's next bits into
 /// output bytes.
-pub(crate) trait Lookup {
+///
+/// # Safety
+/// [`Lookup::lookup`] must move its position on by at most [`Lookup::ADVANCE`] bytes and write
+/// only the [`Lookup::STORE`] bytes from it, and take at most [`MAX_BITS`](super::MAX_BITS)
+/// bits: the loop's unchecked stores and refills are bounded by these.
+pub(crate) unsafe trait Lookup {
     /// Most output bytes one lookup advances.
     const ADVANCE: usize;
     /// Bytes one lookup stores from its position (some past the bytes it advances).
@@ -159,7 +164,8 @@ pub(crate) trait Lookup {
     fn first(&self, window: usize, lens: &[u8; 256]) -> (u8, u32);
 }
 
-impl Lookup for Table {
+// SAFETY: an entry holds up to `MAX_SYMS` symbols, stored as 4 bytes, of at most 12 bits in all.
+unsafe impl Lookup for Table {
     const ADVANCE: usize = MAX_SYMS as usize;
     const STORE: usize = 4;
 
@@ -183,7 +189,8 @@ impl Lookup for Table {
     }
 }
 
-impl Lookup for Single {
+// SAFETY: an entry holds one symbol, stored as 1 byte, of at most 12 bits.
+unsafe impl Lookup for Single {
     const ADVANCE: usize = 1;
     const STORE: usize = 1;
 

@@ -316,8 +316,8 @@ pub(crate) const COUNT_SHIFT: u32 = 30;
 /// Windows that no code starts (incomplete codes, corrupt data only) read as symbol 0 taking
 /// 12 bits, as in the single-symbol decoder, so decoding always makes progress.
 const UNFILLED: u32 = MAX_BITS << LEN_SHIFT | 1 << COUNT_SHIFT;
-/// Single-symbol decode table, indexed like [`Table`]: the symbol of the code the bits start
-/// with in the low byte, its length in the high byte. For planes whose codes are long (int8
+/// Single-symbol decode table, indexed like [`Table`]: the length of the code the bits start
+/// with in the low byte (a shift takes it as it is), its symbol in the high byte. For planes whose codes are long (int8
 /// weights take 7 bits and more), where a multi-symbol entry rarely holds a second code: a
 /// lookup then stores one byte and moves one on, without the entry's count.
 pub(crate) type Single = [u16; LOOKUP_LEN];
@@ -527,13 +527,20 @@ impl Loops {
 const DETECT: Loops = Loops::Chosen(bulk_detect, bulk_detect);
 
 /// Symbols a multi-symbol lookup yields on average with a code of lengths `lens`, under the
-/// probabilities the lengths stand for (a code of length l comes next with probability 2^-l):
+/// probabilities the lengths stand for (a code of length l comes next with probability 2^-l,
+/// scaled by the Kraft sum):
 /// the chance that one code fits the window, plus that two do, up to [`MAX_SYMS`].
 fn symbols_per_lookup(lens: &[u8; 256]) -> f64 {
     const BITS: usize = LOOKUP_BITS as usize;
     let mut p = [0f64; BITS + 1];
     for &l in lens.iter().filter(|&&l| l > 0) {
         p[l as usize] += (-(l as f64)).exp2();
+    }
+    // An incomplete code (one symbol, a 1-bit code) stands for probabilities that sum to
+    // its Kraft sum: scaled to sum to 1, as the symbols that occur do.
+    let kraft: f64 = p.iter().sum();
+    if kraft > 0.0 {
+        p.iter_mut().for_each(|x| *x /= kraft);
     }
     // fits[b]: the chance that the next k codes fit in b bits, for k = 0, 1, ...
     let mut fits = [1f64; BITS + 1];
@@ -880,6 +887,27 @@ mod tests {
                 assert!((got - mean).abs() < 1e-9, "{used} {skew}: {got} vs {mean}");
             }
         }
+    }
+
+    /// The loop a plane gets: one symbol per lookup for the long codes of int8 weights, several
+    /// for an exponent plane's short ones and for a code of one symbol.
+    #[test]
+    fn long_codes_pick_the_single_symbol_loop() {
+        // Int8 weights of a Gaussian spread of 40 (Q8_0's range): codes of 6 bits and more.
+        let int8: [u32; 256] = std::array::from_fn(|s| {
+            let v = (s as u8 as i8) as f64 / 40.0;
+            1 + (1e6 * (-v * v / 2.0).exp()) as u32
+        });
+        let lens = code_lengths(&int8, MAX_BITS);
+        assert!(symbols_per_lookup(&lens) < SINGLE_BELOW);
+        let exponents: [u32; 256] = std::array::from_fn(|s| match s {
+            120..=127 => 1 << (s - 118),
+            _ => 0,
+        });
+        assert!(symbols_per_lookup(&code_lengths(&exponents, MAX_BITS)) > 2.0);
+        let mut one = [0u8; 256];
+        one[7] = 1;
+        assert_eq!(symbols_per_lookup(&one), MAX_SYMS as f64);
     }
 
     proptest! {
