@@ -154,6 +154,7 @@ impl OutputFile {
     pub fn file(&self) -> &File {
         match &self.target {
             Target::InPlace(f) => f,
+            // Only `commit` empties it, and it consumes the file (see `Target::Temp`).
             Target::Temp { tmp, .. } => tmp.as_ref().expect("uncommitted").as_file(),
         }
     }
@@ -188,6 +189,7 @@ impl OutputFile {
         else {
             return Ok(None);
         };
+        // Full until this call, which consumes the file: it runs once.
         let tmp = tmp.take().expect("uncommitted");
         if durable {
             tmp.as_file().sync_all()?;
@@ -225,6 +227,7 @@ impl Write for OutputFile {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let r = match &mut self.target {
             Target::InPlace(f) => f.write(buf),
+            // Only `commit` empties it, and it consumes the file (see `Target::Temp`).
             Target::Temp { tmp, .. } => tmp.as_mut().expect("uncommitted").as_file_mut().write(buf),
         };
         r.map_err(|e| writing(&self.dest, e))
@@ -233,6 +236,7 @@ impl Write for OutputFile {
     fn flush(&mut self) -> io::Result<()> {
         let r = match &mut self.target {
             Target::InPlace(f) => f.flush(),
+            // Only `commit` empties it, and it consumes the file (see `Target::Temp`).
             Target::Temp { tmp, .. } => tmp.as_mut().expect("uncommitted").as_file_mut().flush(),
         };
         r.map_err(|e| writing(&self.dest, e))

@@ -354,7 +354,7 @@ pub(crate) fn decode_from<'a, S: Source<'a> + Send, W: Write + Send>(
     let (spans, deflated) = match header.refs.is_none() && stored.is_deflated() {
         true => (Spans::default(), Some(stored)),
         false => {
-            (header.prefix, header.packed) = stored.open()?;
+            header.prefix = stored.open()?.0;
             let spans = match header.refs {
                 Some(_) => spans_of(&header, &header.tensors()?)?,
                 None => Spans::default(),
