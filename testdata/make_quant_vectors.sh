@@ -1,0 +1,34 @@
+#!/bin/sh
+# Makes the reference vectors of the quantizer port (src/gguf/quant/): testdata/quant-rows.bin
+# (f32 rows, make_quant_rows.py) and testdata/quant-expected.bin (what llama.cpp's own
+# reference quantizers make of them, quant_vectors.c's layout).
+#
+#     testdata/make_quant_vectors.sh LLAMA_CPP_DIR [DATA_DIR]
+#
+# LLAMA_CPP_DIR is llama.cpp at commit 0c1e570, e.g. vendor/llama.cpp of the llama-cpp-python
+# 0.3.36 sdist (`pip download --no-deps --no-binary llama-cpp-python llama-cpp-python==0.3.36`,
+# unpacked outside the repository); DATA_DIR holds all-MiniLM-L6-v2.F32.safetensors and
+# wordllama-l2_supercat_256.F16.safetensors (default ../shared/data).
+#
+# The flags are those of llama.cpp's default (Release) build of ggml-quants.c, which lives in
+# ggml-base: no -march, so no FMA instruction to fuse into, and -DNDEBUG, so nearest_int's assert
+# is off and NaN or huge values go through as they do in a real llama-quantize. -ffp-contract=off
+# says outright that nothing is fused. The output is checked to be the same at -O3.
+set -eu
+LLAMA=${1:?usage: make_quant_vectors.sh LLAMA_CPP_DIR [DATA_DIR]}
+DATA=${2:-../shared/data}
+HERE=$(cd "$(dirname "$0")" && pwd)
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+python3 "$HERE/make_quant_rows.py" "$DATA" > "$TMP/rows.bin"
+for opt in -O2 -O3; do
+    gcc $opt -ffp-contract=off -DNDEBUG -std=gnu11 \
+        -I"$LLAMA/ggml/include" -I"$LLAMA/ggml/src" -I"$LLAMA/ggml/src/ggml-cpu" \
+        "$HERE/quant_vectors.c" "$LLAMA/ggml/src/ggml-quants.c" -lm -o "$TMP/harness$opt"
+    "$TMP/harness$opt" < "$TMP/rows.bin" > "$TMP/expected$opt.bin"
+done
+cmp "$TMP/expected-O2.bin" "$TMP/expected-O3.bin"
+cp "$TMP/rows.bin" "$HERE/quant-rows.bin"
+cp "$TMP/expected-O2.bin" "$HERE/quant-expected.bin"
+ls -l "$HERE/quant-rows.bin" "$HERE/quant-expected.bin"
