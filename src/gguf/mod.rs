@@ -12,6 +12,7 @@
 //! looked at size their tables by the header's counts and unwrap on overflowing sizes, so the
 //! reader is this crate's own, as small as the format allows.
 
+pub mod quant;
 pub mod types;
 pub mod write;
 

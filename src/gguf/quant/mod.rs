@@ -1,0 +1,152 @@
+//! llama.cpp's reference quantizers, ported bit for bit: f32 rows into the blocks of ggml's
+//! quantized types, as `quantize_row_*_ref` in `ggml-quants.c` makes them, and the seed
+//! conversions llama-quantize applies (F16 and BF16 widened to f32, f32 narrowed to them).
+//!
+//! "Bit for bit" means the bytes a default (Release, x86-64) build of llama.cpp at
+//! [`LLAMA_CPP_COMMIT`] writes for the same f32 values: every float operation is C's, in f32,
+//! in C's order, never fused; where C leaves a result undefined (a NaN or infinity converted to
+//! a small integer), the port does what that build does. `tests/quantize.rs` checks every
+//! type against vectors the C itself made (`testdata/make_quant_vectors.sh`).
+//!
+//! These are the paths without an importance matrix. With one, llama-quantize calls
+//! `quantize_q*_K`/`quantize_q*_0` with `quant_weights`, which take the weighted
+//! `quantize_*_impl` functions instead (see [`kquants`]'s doc for where they would go).
+
+// The quantizers serve the tests now and quant references later.
+#![cfg_attr(not(feature = "internals"), allow(dead_code))]
+
+pub mod half;
+mod kquants;
+mod legacy;
+
+use super::types::GgmlType;
+use crate::error::{Error, Result};
+use rayon::prelude::*;
+
+/// The llama.cpp commit whose `ggml-quants.c` and `ggml-impl.h` this port matches, as archives
+/// that re-derive a quant from its seed record it.
+pub const LLAMA_CPP_COMMIT: &str = "0c1e570";
+
+/// Quantizes one block: its values in, its bytes out (both exactly one block long).
+type BlockFn = fn(&[f32], &mut [u8]);
+
+/// The quantizer of the type named `name`, if this port has one.
+fn block_fn(name: &str) -> Option<BlockFn> {
+    Some(match name {
+        "F32" => |x, out| out.copy_from_slice(&x[0].to_le_bytes()),
+        "F16" => |x, out| out.copy_from_slice(&half::f32_to_f16(x[0]).to_le_bytes()),
+        "BF16" => |x, out| out.copy_from_slice(&half::f32_to_bf16(x[0]).to_le_bytes()),
+        "Q4_0" => legacy::q4_0,
+        "Q4_1" => legacy::q4_1,
+        "Q5_0" => legacy::q5_0,
+        "Q5_1" => legacy::q5_1,
+        "Q8_0" => legacy::q8_0,
+        "Q2_K" => kquants::q2_k,
+        "Q3_K" => kquants::q3_k,
+        "Q4_K" => kquants::q4_k,
+        "Q5_K" => kquants::q5_k,
+        "Q6_K" => kquants::q6_k,
+        "Q8_K" => kquants::q8_k,
+        _ => return None,
+    })
+}
+
+/// Whether [`quantize_row`] makes type `ty`: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
+/// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and Q8_K.
+pub fn can_quantize(ty: &GgmlType) -> bool {
+    block_fn(ty.name).is_some()
+}
+
+/// The quantizer of `ty` and a check that `values` values are whole blocks of it.
+fn quantizer(ty: &GgmlType, values: usize) -> Result<BlockFn> {
+    let f = block_fn(ty.name).ok_or_else(|| {
+        Error::InvalidArgument(format!("no reference quantizer for ggml type {}", ty.name))
+    })?;
+    let block = ty.block_values as usize;
+    if !values.is_multiple_of(block) {
+        return Err(Error::InvalidArgument(format!(
+            "a row of {values} values is not a whole number of {} blocks ({block} values each)",
+            ty.name
+        )));
+    }
+    Ok(f)
+}
+
+/// Quantizes `row` to `ty` as llama.cpp's `quantize_row_*_ref` (or, for F16 and BF16, its
+/// reference row conversion) does, returning the blocks' bytes. An error if this port has no
+/// quantizer for `ty` (see [`can_quantize`]) or the row is not a whole number of its blocks.
+pub fn quantize_row(ty: &GgmlType, row: &[f32]) -> Result<Vec<u8>> {
+    let f = quantizer(ty, row.len())?;
+    let (bv, bb) = (ty.block_values as usize, ty.block_bytes as usize);
+    let mut out = vec![0u8; row.len() / bv * bb];
+    for (x, y) in row.chunks_exact(bv).zip(out.chunks_exact_mut(bb)) {
+        f(x, y);
+    }
+    Ok(out)
+}
+
+/// [`quantize_row`] over the rows of `row_len` values that `values` holds, the rows spread over
+/// rayon's threads (each row's bytes are those of [`quantize_row`]; blocks are independent).
+pub fn quantize_rows(ty: &GgmlType, values: &[f32], row_len: usize) -> Result<Vec<u8>> {
+    if row_len == 0 || !values.len().is_multiple_of(row_len) {
+        return Err(Error::InvalidArgument(format!(
+            "{} values are not a whole number of rows of {row_len}",
+            values.len()
+        )));
+    }
+    let f = quantizer(ty, row_len)?;
+    let (bv, bb) = (ty.block_values as usize, ty.block_bytes as usize);
+    let mut out = vec![0u8; values.len() / bv * bb];
+    out.par_chunks_mut(row_len / bv * bb)
+        .zip(values.par_chunks(row_len))
+        .for_each(|(out, row)| {
+            for (x, y) in row.chunks_exact(bv).zip(out.chunks_exact_mut(bb)) {
+                f(x, y);
+            }
+        });
+    Ok(out)
+}
+
+/// A seed's values as llama-quantize reads them before quantizing: `bytes` of plain type `ty`
+/// (F32, F16 or BF16, little-endian) widened to f32 exactly as ggml does. An error for other
+/// types or a length that is not a whole number of values.
+pub fn seed_to_f32(ty: &GgmlType, bytes: &[u8]) -> Result<Vec<f32>> {
+    let widen: fn(&[u8]) -> f32 = match ty.name {
+        "F32" => |b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+        "F16" => |b| half::f16_to_f32(u16::from_le_bytes([b[0], b[1]])),
+        "BF16" => |b| half::bf16_to_f32(u16::from_le_bytes([b[0], b[1]])),
+        _ => {
+            return Err(Error::InvalidArgument(format!(
+                "ggml type {} is not a seed type (F32, F16, BF16)",
+                ty.name
+            )))
+        }
+    };
+    let size = ty.block_bytes as usize;
+    if !bytes.len().is_multiple_of(size) {
+        return Err(Error::InvalidArgument(format!(
+            "{} bytes are not a whole number of {} values",
+            bytes.len(),
+            ty.name
+        )));
+    }
+    Ok(bytes.chunks_exact(size).map(widen).collect())
+}
+
+/// The value of largest magnitude in `x` (the first of them, sign kept) and that magnitude, as
+/// ggml's quantizers find it (a NaN never wins; all zeros give zeros).
+fn signed_absmax(x: &[f32]) -> (f32, f32) {
+    let (mut max, mut amax) = (0f32, 0f32);
+    for &v in x {
+        if v.abs() > amax {
+            amax = v.abs();
+            max = v;
+        }
+    }
+    (max, amax)
+}
+
+/// Writes F16 bits `h` little-endian at `out[at..at + 2]`.
+fn put_f16(out: &mut [u8], at: usize, h: u16) {
+    out[at..at + 2].copy_from_slice(&h.to_le_bytes());
+}
