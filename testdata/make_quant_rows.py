@@ -6,6 +6,11 @@ of 256: zeros, constants, one huge value, subnormals, NaN and infinities, values
 overflow, ties, values past nearest_int's range.
 
     python3 testdata/make_quant_rows.py DATA_DIR > testdata/quant-rows.bin
+    python3 testdata/make_quant_rows.py --sample testdata/sample.safetensors > ROWS
+
+With --sample, the rows are instead every float tensor of a safetensors file in data order,
+widened to f32 exactly and cut into rows of 256 (a tensor's tail short of 256 dropped):
+tests/quantize.rs makes the same rows from the committed sample.safetensors.
 
 Layout: magic `SCQROWS1`, u32 row count, then per row u32 length and that many f32 (all
 little-endian). Pure Python; run by make_quant_vectors.sh.
@@ -44,7 +49,38 @@ class Bits(int):
     """An f32 given by its bit pattern (a signalling NaN would not survive a Python float)."""
 
 
+def sample_rows(path):
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        payload = f.read()
+    rows = []
+    tensors = [v for k, v in header.items() if k != "__metadata__"]
+    for info in sorted(tensors, key=lambda v: v["data_offsets"][0]):
+        start, end = info["data_offsets"]
+        raw = payload[start:end]
+        if info["dtype"] == "BF16":
+            values = [bits(h << 16) for h in struct.unpack("<%dH" % (len(raw) // 2), raw)]
+        elif info["dtype"] in ("F16", "F32"):
+            values = f32_values(info["dtype"], raw)
+        else:
+            continue
+        rows += [values[i:i + 256] for i in range(0, len(values) - 255, 256)]
+    return rows
+
+
+def write(rows):
+    out = sys.stdout.buffer
+    out.write(b"SCQROWS1" + struct.pack("<I", len(rows)))
+    for row in rows:
+        out.write(struct.pack("<I", len(row)))
+        out.write(b"".join(struct.pack("<I" if isinstance(v, Bits) else "<f", v) for v in row))
+
+
 def main():
+    if sys.argv[1] == "--sample":
+        write(sample_rows(sys.argv[2]))
+        return
     data = sys.argv[1]
     rows = []
     minilm = data + "/all-MiniLM-L6-v2.F32.safetensors"
@@ -106,11 +142,7 @@ def main():
         [rnd.gauss(0, 1) * math.exp(rnd.uniform(-20, 20)) for _ in range(256)],
         [rnd.gauss(0.3, 0.01) for _ in range(256)],
     ]
-    out = sys.stdout.buffer
-    out.write(b"SCQROWS1" + struct.pack("<I", len(rows)))
-    for row in rows:
-        out.write(struct.pack("<I", len(row)))
-        out.write(b"".join(struct.pack("<I" if isinstance(v, Bits) else "<f", v) for v in row))
+    write(rows)
 
 
 main()

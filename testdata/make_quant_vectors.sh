@@ -1,7 +1,9 @@
 #!/bin/sh
 # Makes the reference vectors of the quantizer port (src/gguf/quant/): testdata/quant-rows.bin
-# (f32 rows, make_quant_rows.py) and testdata/quant-expected.bin (what llama.cpp's own
-# reference quantizers make of them, quant_vectors.c's layout).
+# (f32 rows, make_quant_rows.py), testdata/quant-expected.bin (what llama.cpp's own reference
+# quantizers make of them, quant_vectors.c's layout) and testdata/quant-sample.txt (each
+# type's block count and hash over every float tensor of testdata/sample.safetensors in rows
+# of 256).
 #
 #     testdata/make_quant_vectors.sh LLAMA_CPP_DIR [DATA_DIR]
 #
@@ -22,13 +24,17 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
 python3 "$HERE/make_quant_rows.py" "$DATA" > "$TMP/rows.bin"
+python3 "$HERE/make_quant_rows.py" --sample "$HERE/sample.safetensors" > "$TMP/sample.bin"
 for opt in -O2 -O3; do
     gcc $opt -ffp-contract=off -DNDEBUG -std=gnu11 \
         -I"$LLAMA/ggml/include" -I"$LLAMA/ggml/src" -I"$LLAMA/ggml/src/ggml-cpu" \
         "$HERE/quant_vectors.c" "$LLAMA/ggml/src/ggml-quants.c" -lm -o "$TMP/harness$opt"
     "$TMP/harness$opt" < "$TMP/rows.bin" > "$TMP/expected$opt.bin"
+    "$TMP/harness$opt" hash < "$TMP/sample.bin" > "$TMP/sample$opt.txt"
 done
 cmp "$TMP/expected-O2.bin" "$TMP/expected-O3.bin"
+cmp "$TMP/sample-O2.txt" "$TMP/sample-O3.txt"
 cp "$TMP/rows.bin" "$HERE/quant-rows.bin"
 cp "$TMP/expected-O2.bin" "$HERE/quant-expected.bin"
-ls -l "$HERE/quant-rows.bin" "$HERE/quant-expected.bin"
+cp "$TMP/sample-O2.txt" "$HERE/quant-sample.txt"
+ls -l "$HERE/quant-rows.bin" "$HERE/quant-expected.bin" "$HERE/quant-sample.txt"

@@ -1,6 +1,8 @@
 // The harness of make_quant_vectors.sh: reads f32 rows (make_quant_rows.py's layout) on stdin,
 // quantizes each with llama.cpp's reference quantizers (ggml-quants.c, linked beside it) and
-// writes the expected bytes on stdout, for tests/quantize.rs.
+// writes the expected bytes on stdout, for tests/quantize.rs. With the argument `hash` it
+// writes instead one text line per type: its name, the blocks made and the FNV-1a-64 of their
+// bytes (rows in input order), in hex.
 //
 // Output layout (little-endian): magic "SCQEXP01"; u32 type count; per type: u32 ggml type id,
 // u32 byte count, the bytes (each row's blocks, rows in input order; every row length is a
@@ -47,23 +49,24 @@ typedef void (*quantize_fn)(const float *, void *, int64_t);
 
 struct qtype {
     uint32_t id;
+    const char * name;
     size_t block_values, block_bytes;
     quantize_fn f;
 };
 
-#define Q(id, qk, block, fn) { id, qk, sizeof(block), (quantize_fn) fn }
+#define Q(id, name, qk, block, fn) { id, name, qk, sizeof(block), (quantize_fn) fn }
 static const struct qtype TYPES[] = {
-    Q(2, QK4_0, block_q4_0, quantize_row_q4_0_ref),
-    Q(3, QK4_1, block_q4_1, quantize_row_q4_1_ref),
-    Q(6, QK5_0, block_q5_0, quantize_row_q5_0_ref),
-    Q(7, QK5_1, block_q5_1, quantize_row_q5_1_ref),
-    Q(8, QK8_0, block_q8_0, quantize_row_q8_0_ref),
-    Q(10, QK_K, block_q2_K, quantize_row_q2_K_ref),
-    Q(11, QK_K, block_q3_K, quantize_row_q3_K_ref),
-    Q(12, QK_K, block_q4_K, quantize_row_q4_K_ref),
-    Q(13, QK_K, block_q5_K, quantize_row_q5_K_ref),
-    Q(14, QK_K, block_q6_K, quantize_row_q6_K_ref),
-    Q(15, QK_K, block_q8_K, quantize_row_q8_K_ref),
+    Q(2, "Q4_0", QK4_0, block_q4_0, quantize_row_q4_0_ref),
+    Q(3, "Q4_1", QK4_1, block_q4_1, quantize_row_q4_1_ref),
+    Q(6, "Q5_0", QK5_0, block_q5_0, quantize_row_q5_0_ref),
+    Q(7, "Q5_1", QK5_1, block_q5_1, quantize_row_q5_1_ref),
+    Q(8, "Q8_0", QK8_0, block_q8_0, quantize_row_q8_0_ref),
+    Q(10, "Q2_K", QK_K, block_q2_K, quantize_row_q2_K_ref),
+    Q(11, "Q3_K", QK_K, block_q3_K, quantize_row_q3_K_ref),
+    Q(12, "Q4_K", QK_K, block_q4_K, quantize_row_q4_K_ref),
+    Q(13, "Q5_K", QK_K, block_q5_K, quantize_row_q5_K_ref),
+    Q(14, "Q6_K", QK_K, block_q6_K, quantize_row_q6_K_ref),
+    Q(15, "Q8_K", QK_K, block_q8_K, quantize_row_q8_K_ref),
 };
 
 static uint64_t fnv(uint64_t h, const void * p, size_t n) {
@@ -100,7 +103,16 @@ static void put_conversion(uint32_t code, uint64_t count, uint64_t hash) {
     put_u64(hash);
 }
 
-int main(void) {
+// Quantizes the rows to `q` into `out` (sized for them), one after another.
+static void quantize(const struct qtype * q, float ** rows, const uint32_t * lens, uint32_t nrows,
+                     uint8_t * out) {
+    for (uint32_t r = 0; r < nrows; r++) {
+        q->f(rows[r], out, lens[r]);
+        out += lens[r] / q->block_values * q->block_bytes;
+    }
+}
+
+int main(int argc, char ** argv) {
     char magic[8];
     get(magic, 8);
     if (memcmp(magic, "SCQROWS1", 8)) die("not a rows file");
@@ -117,21 +129,28 @@ int main(void) {
         total += lens[r];
     }
 
-    put("SCQEXP01", 8);
     const size_t ntypes = sizeof(TYPES) / sizeof(TYPES[0]);
-    put_u32((uint32_t) ntypes);
+    const int hash = argc > 1 && !strcmp(argv[1], "hash");
+    if (!hash) {
+        put("SCQEXP01", 8);
+        put_u32((uint32_t) ntypes);
+    }
     for (size_t t = 0; t < ntypes; t++) {
         const struct qtype * q = &TYPES[t];
-        put_u32(q->id);
-        put_u32((uint32_t) (total / q->block_values * q->block_bytes));
-        for (uint32_t r = 0; r < nrows; r++) {
-            size_t len = lens[r] / q->block_values * q->block_bytes;
-            void * out = calloc(1, len);
-            q->f(rows[r], out, lens[r]);
+        size_t blocks = total / q->block_values, len = blocks * q->block_bytes;
+        uint8_t * out = calloc(1, len);
+        if (!out) die("out of memory");
+        quantize(q, rows, lens, nrows, out);
+        if (hash) {
+            printf("%s %zu %016llx\n", q->name, blocks, (unsigned long long) fnv(FNV_START, out, len));
+        } else {
+            put_u32(q->id);
+            put_u32((uint32_t) len);
             put(out, len);
-            free(out);
         }
+        free(out);
     }
+    if (hash) return 0;
 
     put_u32(4);
     uint64_t h = FNV_START;

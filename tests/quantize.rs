@@ -6,6 +6,10 @@
 //! patterns. Both are made by `testdata/make_quant_vectors.sh` (layouts in
 //! `testdata/make_quant_rows.py` and `testdata/quant_vectors.c`).
 //!
+//! `testdata/quant-sample.txt` holds, per type, the block count and FNV-1a-64 hash of what
+//! llama.cpp made of every float tensor of `testdata/sample.safetensors` (widened to f32, in
+//! rows of 256): a wider net than the bytes above, which say where a difference is.
+//!
 //! `-- --nocapture` prints blocks compared and identical per type.
 
 use proptest::prelude::*;
@@ -108,9 +112,74 @@ fn every_type_matches_llama_cpp() {
                 at += bb;
             }
         }
-        assert_eq!(at, want.len(), "{name}: the expected bytes are another length");
+        assert_eq!(
+            at,
+            want.len(),
+            "{name}: the expected bytes are another length"
+        );
         println!("{name}: {compared} blocks compared, {identical} identical");
         failures.extend(first_diff);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The rows of 256 of every float tensor of sample.safetensors, in data order, widened as
+/// llama-quantize widens a seed (`make_quant_rows.py --sample`).
+fn sample_rows() -> Vec<f32> {
+    let file = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/testdata/sample.safetensors"
+    ))
+    .unwrap();
+    let json_len = sc::safetensors::json_len(file[..8].try_into().unwrap()) as usize;
+    let header = sc::safetensors::Header::parse(&file[8..8 + json_len], None).unwrap();
+    let payload = &file[8 + json_len..];
+    let mut tensors = header.tensors;
+    tensors.sort_by_key(|t| t.begin);
+    let mut values = Vec::new();
+    for t in tensors {
+        if !["F32", "F16", "BF16"].contains(&t.dtype_name.as_str()) {
+            continue;
+        }
+        let seed = ty(&t.dtype_name);
+        let v = seed_to_f32(seed, &payload[t.begin as usize..t.end as usize]).unwrap();
+        values.extend_from_slice(&v[..v.len() / 256 * 256]);
+    }
+    values
+}
+
+/// Every type made of the whole sample hashes as llama.cpp's does.
+#[test]
+fn sample_tensors_hash_as_llama_cpp() {
+    let values = sample_rows();
+    let expected = include_str!("../testdata/quant-sample.txt");
+    assert_eq!(expected.lines().count(), QUANTIZED.len());
+    let mut failures = Vec::new();
+    for line in expected.lines() {
+        let [name, blocks, hash] = line.split(' ').collect::<Vec<_>>()[..] else {
+            panic!("bad line {line:?}");
+        };
+        let t = ty(name);
+        let bytes = quantize_rows(t, &values, 256).unwrap();
+        let got = (
+            bytes.len() / t.block_bytes as usize,
+            format!("{:016x}", fnv(FNV_START, &bytes)),
+        );
+        println!(
+            "{name}: {} blocks hashed, {}",
+            got.0,
+            if got.1 == hash {
+                "identical"
+            } else {
+                "DIFFERENT"
+            }
+        );
+        if (got.0.to_string().as_str(), got.1.as_str()) != (blocks, hash) {
+            failures.push(format!(
+                "{name}: {} blocks hash {}, llama.cpp {blocks} {hash}",
+                got.0, got.1
+            ));
+        }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
@@ -119,14 +188,23 @@ fn every_type_matches_llama_cpp() {
 #[test]
 fn rows_in_parallel_are_rows_one_by_one() {
     let rows = rows();
-    let values: Vec<f32> = rows.iter().filter(|r| r.len() == 256).flatten().copied().collect();
+    let values: Vec<f32> = rows
+        .iter()
+        .filter(|r| r.len() == 256)
+        .flatten()
+        .copied()
+        .collect();
     for name in QUANTIZED {
         let t = ty(name);
         let one_by_one: Vec<u8> = values
             .chunks(256)
             .flat_map(|r| quantize_row(t, r).unwrap())
             .collect();
-        assert_eq!(quantize_rows(t, &values, 256).unwrap(), one_by_one, "{name}");
+        assert_eq!(
+            quantize_rows(t, &values, 256).unwrap(),
+            one_by_one,
+            "{name}"
+        );
     }
     assert!(quantize_rows(ty("Q4_K"), &values, 0).is_err());
     assert!(quantize_rows(ty("Q4_K"), &values[..300], 100).is_err());
@@ -199,11 +277,17 @@ fn plain_rows_and_seeds() {
 /// A row that is not whole blocks, or a type without a quantizer, is an error naming it.
 #[test]
 fn bad_rows_and_types_are_errors() {
-    let e = quantize_row(ty("Q4_K"), &[0.0; 255]).unwrap_err().to_string();
+    let e = quantize_row(ty("Q4_K"), &[0.0; 255])
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("255") && e.contains("Q4_K"), "{e}");
-    let e = quantize_row(ty("Q8_0"), &[0.0; 33]).unwrap_err().to_string();
+    let e = quantize_row(ty("Q8_0"), &[0.0; 33])
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("33") && e.contains("Q8_0"), "{e}");
-    let e = quantize_row(ty("IQ2_XXS"), &[0.0; 256]).unwrap_err().to_string();
+    let e = quantize_row(ty("IQ2_XXS"), &[0.0; 256])
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("IQ2_XXS"), "{e}");
     assert!(quantize_row(ty("Q8_0"), &[]).unwrap().is_empty());
 }
