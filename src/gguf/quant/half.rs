@@ -82,7 +82,11 @@ mod tests {
             let f = f16_to_f32(h);
             let (exp, man) = (i32::from(h >> 10 & 0x1f), f64::from(h & 0x3ff));
             if exp == 0x1f {
-                assert!(if man == 0.0 { f.is_infinite() } else { f.is_nan() });
+                assert!(if man == 0.0 {
+                    f.is_infinite()
+                } else {
+                    f.is_nan()
+                });
                 continue;
             }
             let mag = match exp {
