@@ -31,7 +31,7 @@ pub fn f16_to_f32(h: u16) -> f32 {
 pub fn f32_to_f16(f: f32) -> u16 {
     let scale_to_inf = f32::from_bits(0x7780_0000); // 2^112
     let scale_to_zero = f32::from_bits(0x0880_0000); // 2^-110
-    let mut base = (f.abs() * scale_to_inf) * scale_to_zero;
+    let base = (f.abs() * scale_to_inf) * scale_to_zero;
 
     let w = f.to_bits();
     let shl1_w = w.wrapping_add(w);
@@ -40,7 +40,7 @@ pub fn f32_to_f16(f: f32) -> u16 {
 
     // Adding a power of two at the half's rounding point leaves the rounded half in the low
     // bits of the sum.
-    base = f32::from_bits((bias >> 1) + 0x0780_0000) + base;
+    let base = f32::from_bits((bias >> 1) + 0x0780_0000) + base;
     let bits = base.to_bits();
     let exp_bits = (bits >> 13) & 0x0000_7C00;
     let mantissa_bits = bits & 0x0000_0FFF;
