@@ -137,6 +137,19 @@ struct Search {
     use_mad: bool,
 }
 
+impl Search {
+    /// The search of Q4_K and Q5_K: steps of 0.1 from `rmin`, squared error.
+    fn squared(nmax: i32, rmin: f32, nstep: i32) -> Search {
+        Search {
+            nmax,
+            rmin,
+            rdelta: 0.1,
+            nstep,
+            use_mad: false,
+        }
+    }
+}
+
 /// `make_qkx2_quants`: quants of `x` in `0..=nmax` (into `l`) under a scale and a min, chosen
 /// by the weighted error among a grid of scales each fitted by least squares. Returns the
 /// scale and the min (as a positive offset: values are `scale*l - min`).
@@ -300,20 +313,26 @@ pub(super) fn q2_k(x: &[f32], out: &mut [u8]) {
     put_f16(out, 82, dmin);
 }
 
+/// The scales `make` finds for each of Q3_K's and Q6_K's 16 groups of 16, their quants into
+/// `l`.
+fn groups_of_16(
+    x: &[f32],
+    l: &mut [i8; QK_K],
+    make: impl Fn(&[f32], &mut [i8]) -> f32,
+) -> [f32; 16] {
+    let mut scales = [0f32; 16];
+    for (j, s) in scales.iter_mut().enumerate() {
+        *s = make(&x[16 * j..16 * j + 16], &mut l[16 * j..16 * j + 16]);
+    }
+    scales
+}
+
 /// Q3_K: 16 groups of 16, each a 3-bit quant (2 low bits, the high bit in `hmask`) under a
 /// 6-bit signed scale, the scales under the F16 `d`.
 pub(super) fn q3_k(x: &[f32], out: &mut [u8]) {
     let mut l = [0i8; QK_K];
-    let mut scales = [0f32; 16];
-    let (mut max_scale, mut amax) = (0f32, 0f32);
-    for j in 0..16 {
-        scales[j] = make_q3_quants(4, &x[16 * j..16 * j + 16], &mut l[16 * j..][..16]);
-        let scale = scales[j].abs();
-        if scale > amax {
-            amax = scale;
-            max_scale = scales[j];
-        }
-    }
+    let scales = groups_of_16(x, &mut l, |x, l| make_q3_quants(4, x, l));
+    let (max_scale, _) = signed_absmax(&scales);
     let (hmask, rest) = out.split_at_mut(32);
     let (qs, rest) = rest.split_at_mut(64);
     let sc = &mut rest[..12];
@@ -387,7 +406,11 @@ fn scales_and_mins(x: &[f32], search: &Search, out: &mut [u8], l: &mut [u8; QK_K
             max_min = mins[j];
         }
     }
-    let inv_scale = if max_scale > 0.0 { 63.0 / max_scale } else { 0.0 };
+    let inv_scale = if max_scale > 0.0 {
+        63.0 / max_scale
+    } else {
+        0.0
+    };
     let inv_min = if max_min > 0.0 { 63.0 / max_min } else { 0.0 };
     let sc = &mut out[4..16];
     for j in 0..8 {
@@ -422,13 +445,7 @@ fn scales_and_mins(x: &[f32], search: &Search, out: &mut [u8], l: &mut [u8; QK_K
 
 /// Q4_K: 8 groups of 32, each a 4-bit quant with a 6-bit scale and min.
 pub(super) fn q4_k(x: &[f32], out: &mut [u8]) {
-    let search = Search {
-        nmax: 15,
-        rmin: -1.0,
-        rdelta: 0.1,
-        nstep: 20,
-        use_mad: false,
-    };
+    let search = Search::squared(15, -1.0, 20);
     let mut l = [0u8; QK_K];
     scales_and_mins(x, &search, out, &mut l);
     for (pair, q) in l.chunks_exact(64).zip(out[16..144].chunks_exact_mut(32)) {
@@ -440,13 +457,7 @@ pub(super) fn q4_k(x: &[f32], out: &mut [u8]) {
 
 /// Q5_K: 8 groups of 32, each a 5-bit quant (the high bit in `qh`) with a 6-bit scale and min.
 pub(super) fn q5_k(x: &[f32], out: &mut [u8]) {
-    let search = Search {
-        nmax: 31,
-        rmin: -0.5,
-        rdelta: 0.1,
-        nstep: 15,
-        use_mad: false,
-    };
+    let search = Search::squared(31, -0.5, 15);
     let mut l = [0u8; QK_K];
     scales_and_mins(x, &search, out, &mut l);
     let (qh, ql) = out[16..176].split_at_mut(32);
@@ -472,15 +483,8 @@ pub(super) fn q5_k(x: &[f32], out: &mut [u8]) {
 /// F16 `d`.
 pub(super) fn q6_k(x: &[f32], out: &mut [u8]) {
     let mut l = [0i8; QK_K];
-    let mut scales = [0f32; 16];
-    let (mut max_scale, mut max_abs_scale) = (0f32, 0f32);
-    for ib in 0..16 {
-        scales[ib] = make_qx_quants(32, &x[16 * ib..16 * ib + 16], &mut l[16 * ib..][..16]);
-        if scales[ib].abs() > max_abs_scale {
-            max_abs_scale = scales[ib].abs();
-            max_scale = scales[ib];
-        }
-    }
+    let scales = groups_of_16(x, &mut l, |x, l| make_qx_quants(32, x, l));
+    let (max_scale, max_abs_scale) = signed_absmax(&scales);
     if max_abs_scale < GROUP_MAX_EPS {
         out[..210].fill(0);
         put_f16(out, 208, f32_to_f16(0.0));
@@ -511,15 +515,17 @@ pub(super) fn q6_k(x: &[f32], out: &mut [u8]) {
         for i in 0..32 {
             ql[i] = ((v(i) & 0xf) | (v(i + 64) & 0xf) << 4) as u8;
             ql[i + 32] = ((v(i + 32) & 0xf) | (v(i + 96) & 0xf) << 4) as u8;
-            qh[i] = ((v(i) >> 4) | (v(i + 32) >> 4) << 2 | (v(i + 64) >> 4) << 4 | (v(i + 96) >> 4) << 6)
-                as u8;
+            qh[i] = ((v(i) >> 4)
+                | (v(i + 32) >> 4) << 2
+                | (v(i + 64) >> 4) << 4
+                | (v(i + 96) >> 4) << 6) as u8;
         }
     }
     put_f16(out, 208, d);
 }
 
-/// Q8_K: 256 8-bit quants under an f32 `d` (the value of largest magnitude / -127 ... / 127),
-/// with the sums of each 16 quants. An all-zero block leaves `bsums` as the caller's buffer
+/// Q8_K: 256 8-bit quants under an f32 `d` (the value of largest magnitude over -127), with
+/// the sums of each 16 quants. An all-zero block leaves `bsums` as the caller's buffer
 /// had it (zeros here; ggml writes nothing there).
 pub(super) fn q8_k(x: &[f32], out: &mut [u8]) {
     let (max, amax) = signed_absmax(x);

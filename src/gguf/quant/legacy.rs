@@ -1,5 +1,7 @@
 //! The blocks of 32 values: Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0, as `quantize_row_q*_ref`
-//! quantizes them. Each function takes one block's 32 values and writes its bytes.
+//! quantizes them. Each function takes one block's 32 values and writes its bytes. With an
+//! importance matrix, ggml takes `quantize_row_q*_impl` for all but Q8_0 (a weighted search of
+//! the scale, not ported yet).
 
 use super::half::f32_to_f16;
 use super::{put_f16, signed_absmax};
@@ -58,13 +60,19 @@ pub(super) fn q4_0(x: &[f32], out: &mut [u8]) {
     }
 }
 
-/// Q4_1: `d` = (max - min) / 15, `m` = min, quants `(x - min)/d + 0.5` truncated, at most 15.
-pub(super) fn q4_1(x: &[f32], out: &mut [u8]) {
+/// The scale and min of Q4_1 and Q5_1 (`levels` 15 and 31): `d` = (max - min) / levels and
+/// `m` = min, written as F16 at bytes 0 and 2; returns the min and 1/d.
+fn put_d_m(x: &[f32], levels: f32, out: &mut [u8]) -> (f32, f32) {
     let (min, max) = min_max(x);
-    let d = (max - min) / 15.0;
-    let id = inverse(d);
+    let d = (max - min) / levels;
     put_f16(out, 0, f32_to_f16(d));
     put_f16(out, 2, f32_to_f16(min));
+    (min, inverse(d))
+}
+
+/// Q4_1: `d` = (max - min) / 15, `m` = min, quants `(x - min)/d + 0.5` truncated, at most 15.
+pub(super) fn q4_1(x: &[f32], out: &mut [u8]) {
+    let (min, id) = put_d_m(x, 15.0, out);
     for j in 0..16 {
         let xi0 = capped_i8((x[j] - min) * id + 0.5, 15);
         let xi1 = capped_i8((x[16 + j] - min) * id + 0.5, 15);
@@ -95,11 +103,7 @@ pub(super) fn q5_0(x: &[f32], out: &mut [u8]) {
 
 /// Q5_1: `d` = (max - min) / 31, `m` = min, quants `(x - min)/d + 0.5` truncated (uncapped).
 pub(super) fn q5_1(x: &[f32], out: &mut [u8]) {
-    let (min, max) = min_max(x);
-    let d = (max - min) / 31.0;
-    let id = inverse(d);
-    put_f16(out, 0, f32_to_f16(d));
-    put_f16(out, 2, f32_to_f16(min));
+    let (min, id) = put_d_m(x, 31.0, out);
     put_q5(out, 4, |j| c_low_byte((x[j] - min) * id + 0.5));
 }
 

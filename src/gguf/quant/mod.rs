@@ -8,9 +8,10 @@
 //! a small integer), the port does what that build does. `tests/quantize.rs` checks every
 //! type against vectors the C itself made (`testdata/make_quant_vectors.sh`).
 //!
-//! These are the paths without an importance matrix. With one, llama-quantize calls
-//! `quantize_q*_K`/`quantize_q*_0` with `quant_weights`, which take the weighted
-//! `quantize_*_impl` functions instead (see [`kquants`]'s doc for where they would go).
+//! These are the paths without an importance matrix: llama-quantize's `quantize_q4_0` to
+//! `quantize_q6_K` call exactly these `_ref` functions when `quant_weights` is null (and
+//! `quantize_q8_0` always). With an imatrix they call `quantize_row_*_impl` with the weights
+//! instead, which would go beside each function of `legacy.rs` and `kquants.rs`.
 
 // The quantizers serve the tests now and quant references later.
 #![cfg_attr(not(feature = "internals"), allow(dead_code))]
