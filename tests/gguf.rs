@@ -408,3 +408,45 @@ fn a_header_of_several_mib_round_trips() {
         lists_its_tensors(&archive, &file);
     }
 }
+
+/// A kept GGUF header that does not parse (a tensor of an unknown type, the file header's
+/// checksum made right) is corruption to every reader that lists tensors: `inspect` (what
+/// `sc info` shows) fails as `Archive::open` does; a full decode restores the kept header's
+/// bytes as stored without parsing them (FORMAT.md).
+#[test]
+fn a_kept_gguf_header_that_does_not_parse_is_corruption_to_inspect() {
+    // Random metadata keeps the header from deflating: it is stored as it is, so a byte of it
+    // can be changed in place.
+    let noise = sc::gguf::Value::Numbers(0, 512, Rng(8).bytes(512));
+    let name = "a-tensor-named-to-be-found-in-the-kept-header-by-its-sixty-four-b";
+    let data = Rng(9).bytes(34 * 4);
+    let q8 = common::ggml("Q8_0");
+    let metadata = [("noise".to_string(), noise)];
+    let file = sc::gguf::write::file(3, &metadata, &[(name, &[128][..], q8, &data[..])]);
+    let opts = EncodeOptions {
+        md5: false,
+        ..opts(Mode::Fast, 4096)
+    };
+    let mut archive = encode_to_vec(&file, &opts);
+    let info = sc::inspect(&mut Cursor::new(&archive)).unwrap();
+    let p = info.kept_header_len as usize;
+    assert_eq!(info.kept_header_stored as usize, p, "stored as it is");
+    // The tensor's type id follows its name, dimension count and one dimension.
+    let at = archive[24..24 + p]
+        .windows(name.len())
+        .position(|w| w == name.as_bytes())
+        .unwrap();
+    let type_at = 24 + at + name.len() + 4 + 8;
+    assert_eq!(archive[type_at], 8);
+    archive[type_at] = 99;
+    let sum = sc::container::checksum::xxh3(&archive[..24 + p]);
+    archive[24 + p..32 + p].copy_from_slice(&sum.to_le_bytes());
+    let err = sc::inspect(&mut Cursor::new(&archive)).unwrap_err();
+    assert!(err.to_string().contains("kept GGUF header"), "{err}");
+    let err = Archive::open(Cursor::new(&archive)).err().unwrap();
+    assert!(err.to_string().contains("kept GGUF header"), "{err}");
+    let back = sc::decode_to_vec(&archive, &DecodeOptions::default()).unwrap();
+    let mut changed = file.clone();
+    changed[type_at - 24] = 99;
+    assert!(back == changed);
+}
