@@ -95,7 +95,9 @@ pub fn alignment_of<'a>(metadata: impl IntoIterator<Item = &'a (String, Value)>)
 /// A GGUF header of `version` with `metadata` and `tensors`, padded with zeros to the
 /// alignment `metadata` gives ([`alignment_of`]), and where each tensor's data starts,
 /// relative to the end of the header: one after the other in the order given, each at the
-/// next multiple of the alignment.
+/// next multiple of the alignment. For tests: files are otherwise written through
+/// [`GgufHeader::header_for`].
+#[cfg(any(test, feature = "internals"))]
 pub fn header(
     version: u32,
     metadata: &[(String, Value)],
