@@ -145,7 +145,10 @@ fn many_tensors_cost_at_most_8_times_the_header() {
         let (_, held) = peak(|| sc::encode(&file[..], std::io::sink(), &opts).unwrap());
         let fixed = 32 << 20;
         eprintln!("{what}: encode: {held} bytes, kept header {kept}");
-        assert!(held <= 8 * kept + fixed, "{what}: encode holds {held} bytes");
+        assert!(
+            held <= 8 * kept + fixed,
+            "{what}: encode holds {held} bytes"
+        );
     }
 }
 
