@@ -100,6 +100,10 @@ pub struct Archive<R> {
     /// The kept header's metadata, made on first use: a GGUF vocabulary as text takes longer
     /// than a small file's decode.
     metadata: OnceLock<Option<BTreeMap<String, String>>>,
+    /// Positions in `tensors` ordered by name, made on the first lookup by name: each lookup
+    /// is then a binary search, so finding many names among many tensors costs
+    /// O((names + tensors) log tensors), never their product.
+    by_name: OnceLock<Vec<u32>>,
     stats: AccessStats,
     /// The last block decoded, kept because consecutive small tensors often share one.
     cache: Option<(usize, Vec<u8>)>,
@@ -116,6 +120,12 @@ pub struct Archive<R> {
     /// Told what each read will read, when the archive is remote: it fetches ahead, and
     /// fetches a block that fails to decode once more.
     prefetch: Option<Arc<dyn Prefetch>>,
+}
+
+/// Counts a comparison of two tensor names (for tests, which bound lookups by name).
+fn names_compared() {
+    #[cfg(feature = "internals")]
+    crate::hook::add(crate::hook::Work::NamesCompared, 1);
 }
 
 /// The budget for reading the blocks of the archive `header` describes within `memory`, with
@@ -198,6 +208,7 @@ impl<R: Read + Seek + Send> Archive<R> {
             archive_len,
             tensors,
             metadata: OnceLock::new(),
+            by_name: OnceLock::new(),
             cache: None,
             caching,
             pools: budget.pools(),
@@ -315,7 +326,26 @@ impl<R: Read + Seek + Send> Archive<R> {
 
     /// The tensor called `name`.
     pub fn tensor(&self, name: &str) -> Option<&TensorInfo> {
-        self.tensors.iter().find(|t| t.name == name)
+        self.position(name).map(|k| &self.tensors[k])
+    }
+
+    /// The position in [`Archive::tensors`] of the tensor called `name` (names are unique: a
+    /// safetensors header keeps the last entry of a name, a GGUF header has each once).
+    fn position(&self, name: &str) -> Option<usize> {
+        let tensors = &self.tensors;
+        let order = self.by_name.get_or_init(|| {
+            let mut order: Vec<u32> = (0..tensors.len() as u32).collect();
+            order.sort_unstable_by(|&a, &b| {
+                names_compared();
+                tensors[a as usize].name.cmp(&tensors[b as usize].name)
+            });
+            order
+        });
+        let at = order.binary_search_by(|&k| {
+            names_compared();
+            tensors[k as usize].name.as_str().cmp(name)
+        });
+        at.ok().map(|at| order[at] as usize)
     }
 
     /// What has been read and decoded so far.
@@ -510,9 +540,10 @@ impl<R: Read + Seek + Send> Archive<R> {
             ));
         }
         let mut chosen: Vec<(usize, u64)> = Vec::new();
+        let mut seen = vec![false; self.tensors.len()];
         for name in names {
             let (k, _) = self.find(name)?;
-            if !chosen.iter().any(|&(c, _)| c == k) {
+            if !std::mem::replace(&mut seen[k], true) {
                 let width = self.tensors[k].dtype.map_or(1, |d| d.width());
                 chosen.push((k, width));
             }
@@ -551,7 +582,7 @@ impl<R: Read + Seek + Send> Archive<R> {
     /// returns the bytes written.
     ///
     /// The new header keeps the original's version and metadata (`general.alignment` with
-    /// it) and each tensor's type and shape, and counts and places the tensors afresh: in
+    /// it; not the `split.*` keys of a shard: the new file is whole) and each tensor's type and shape, and counts and places the tensors afresh: in
     /// their original order, each at the next multiple of the alignment, the gaps and the end
     /// padded with zeros (what ggml writes).
     pub fn write_gguf<W: Write + Send>(&mut self, names: &[&str], out: &mut W) -> Result<u64> {
@@ -562,12 +593,21 @@ impl<R: Read + Seek + Send> Archive<R> {
         }
         let h = GgufHeader::parse(&self.header.prefix, u64::MAX)
             .map_err(|e| Error::Corrupt(format!("kept GGUF header: {e}")))?;
+        // `tensors` lists the header's tensors ordered by (start, end), stably: the same sort
+        // of the header's positions pairs each with its place there.
+        let mut in_header: Vec<usize> = (0..h.tensors.len()).collect();
+        in_header.sort_by_key(|&k| (h.tensors[k].range.start, h.tensors[k].range.end));
         let mut chosen: Vec<usize> = Vec::new();
+        let mut seen = vec![false; h.tensors.len()];
         for name in names {
-            self.find(name)?;
-            let k = h.tensors.iter().position(|t| t.name == *name);
-            let k = k.ok_or_else(|| Error::NoSuchTensor(name.to_string()))?;
-            if !chosen.contains(&k) {
+            let (k, _) = self.find(name)?;
+            let k = in_header[k];
+            if h.tensors[k].name != *name {
+                return Err(Error::Corrupt(format!(
+                    "kept GGUF header: tensor {name:?} is not where its listing says"
+                )));
+            }
+            if !std::mem::replace(&mut seen[k], true) {
                 chosen.push(k);
             }
         }
@@ -596,9 +636,7 @@ impl<R: Read + Seek + Send> Archive<R> {
     /// original file, which must hold them.
     fn find(&self, name: &str) -> Result<(usize, Range<u64>)> {
         let k = self
-            .tensors
-            .iter()
-            .position(|t| t.name == name)
+            .position(name)
             .ok_or_else(|| Error::NoSuchTensor(name.to_string()))?;
         let range = self.tensor_range(&self.tensors[k]);
         // Only a header that was wrong in the original file (say, a truncated stream) can say

@@ -44,3 +44,32 @@ pub(crate) fn reach(point: Point) {
         }
     });
 }
+
+/// Work that tests bound without timing it, counted on the thread that does it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Work {
+    /// Two tensor names compared to find a tensor by name.
+    NamesCompared,
+    /// Histogram bins visited by whole-histogram passes (clearing, summing, entropies,
+    /// pooling), besides the one bin each counted symbol adds to.
+    BinsVisited,
+}
+
+thread_local! {
+    static WORK: std::cell::Cell<[u64; 2]> = const { std::cell::Cell::new([0; 2]) };
+}
+
+/// Adds `n` to this thread's count of `work`.
+pub(crate) fn add(work: Work, n: u64) {
+    WORK.with(|w| {
+        let mut counts = w.get();
+        counts[work as usize] += n;
+        w.set(counts);
+    });
+}
+
+/// This thread's count of `work` so far.
+pub fn done(work: Work) -> u64 {
+    WORK.with(|w| w.get()[work as usize])
+}

@@ -4,7 +4,6 @@
 use crate::container::refs::{References, Source as RefSource};
 use crate::container::{BlockRecord, FileHeader, Footer, Kind, Mode};
 use crate::error::{Error, Result};
-use crate::gguf::GgufHeader;
 use crate::safetensors::{self, TensorInfo};
 use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom};
@@ -66,10 +65,9 @@ pub(crate) fn kept_metadata(header: &FileHeader) -> Result<Option<BTreeMap<Strin
     let meta = match header.kind {
         Kind::Generic => return Ok(None),
         Kind::Gguf => {
-            let h = GgufHeader::parse(&header.prefix, u64::MAX)
+            let text = crate::gguf::metadata_text(&header.prefix)
                 .map_err(|e| Error::Corrupt(format!("kept GGUF header: {e}")))?;
-            let text = h.metadata.iter().map(|(k, v)| (k.clone(), v.to_text()));
-            return Ok(Some(text.collect()));
+            return Ok(Some(text));
         }
         Kind::Safetensors => {
             safetensors::metadata(&header.prefix[8..]).map_err(Error::KeptHeader)?
@@ -143,8 +141,9 @@ pub struct ArchiveInfo {
     /// Bytes the kept header takes in the archive: `kept_header_len`, or less when it is stored
     /// deflated (format version 3).
     pub kept_header_stored: u64,
-    /// The tensors of a safetensors archive, by data offset (`None` for a generic archive, or
-    /// a kept header that does not parse).
+    /// The tensors of a safetensors or GGUF archive, by data offset (`None` for a generic
+    /// archive, or a kept safetensors header that does not parse; a kept GGUF header that
+    /// does not parse fails [`inspect`]).
     pub tensors: Option<Vec<TensorInfo>>,
     /// Per codec name: the planes it stores.
     pub codecs: BTreeMap<&'static str, CodecUse>,
@@ -225,9 +224,12 @@ pub(crate) fn inspect_with<R: Read + Seek>(r: &mut R, records: bool) -> Result<A
             c.coded += p.coded_len as u64;
         }
     }
+    // A kept GGUF header that does not parse is corruption here as it is to `Archive::open`
+    // (FORMAT.md): the encoder keeps only headers that parsed.
     let tensors = match header.kind {
         Kind::Generic => None,
-        _ => header.tensors().ok(),
+        Kind::Gguf => Some(header.tensors()?),
+        Kind::Safetensors => header.tensors().ok(),
     };
     let (based_tensors, repeated_tensors) = header.refs.as_ref().map_or((0, 0), References::counts);
     let base_name = header

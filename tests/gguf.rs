@@ -266,11 +266,8 @@ fn crafted_files_take_the_generic_path_and_round_trip() {
     let good = gguf(&excerpt_tensors(), 32, 0);
     let h = GgufHeader::parse(&good, good.len() as u64).unwrap();
     let mut crafted: Vec<(String, Vec<u8>)> = Vec::new();
-    // Truncated anywhere in the header, or inside the tensor data.
-    for cut in (0..h.data_start as usize)
-        .step_by(97)
-        .chain([good.len() - 1])
-    {
+    // Truncated anywhere in the header or its padding.
+    for cut in (0..h.data_start as usize).step_by(97) {
         crafted.push((format!("cut at {cut}"), good[..cut].to_vec()));
     }
     let mut v = good.clone();
@@ -280,26 +277,82 @@ fn crafted_files_take_the_generic_path_and_round_trip() {
     let mut v = good.clone();
     v[8..16].copy_from_slice(&(3u64 << 30).to_le_bytes());
     crafted.push(("tensor count".into(), v));
+    for (what, file) in &crafted {
+        for stream in [false, true] {
+            let report = encode_as(file, stream, Kind::Generic, what);
+            assert!(report.generic_reason.is_some(), "{what}");
+        }
+    }
+}
+
+/// Encodes `file` in FAST mode, as a stream (its length unknown) or as a file (its length
+/// given), checks that it is coded as `kind` and decodes to itself, and returns the report.
+fn encode_as(file: &[u8], stream: bool, kind: Kind, what: &str) -> sc::EncodeReport {
+    let mut archive = Vec::new();
+    let opts = EncodeOptions {
+        input_len: (!stream).then_some(file.len() as u64),
+        ..opts(Mode::Fast, 4096)
+    };
+    let report = sc::encode(file, &mut archive, &opts).unwrap();
+    assert_eq!(report.kind, kind, "{what}, stream {stream}");
+    let back = sc::decode_to_vec(&archive, &DecodeOptions::default()).unwrap();
+    assert!(back == *file, "{what}, stream {stream}");
+    report
+}
+
+/// A GGUF file whose tensors run past its end (cut short, or an offset past the end) is coded
+/// as GGUF whether read from a file or a stream: its header is judged on its own, as a stream's
+/// must be. The archive lists the tensors; reading one that the original lacks is an error.
+#[test]
+fn a_gguf_whose_tensors_run_past_its_end_is_gguf_from_a_file_and_a_stream() {
+    let good = gguf(&excerpt_tensors(), 32, 0);
+    let h = GgufHeader::parse(&good, good.len() as u64).unwrap();
+    let last = h.tensors.iter().max_by_key(|t| t.range.end).unwrap();
     // The first tensor's offset moved past the end of the file.
     let info = good
         .windows(17)
         .position(|w| w == b"token_embd.weight")
         .unwrap();
     let offset_at = info + 17 + 4 + 16 + 4;
-    let mut v = good.clone();
-    v[offset_at..offset_at + 8].copy_from_slice(&(good.len() as u64).to_le_bytes());
-    crafted.push(("offset past the end".into(), v));
-    for (what, file) in &crafted {
-        let mut archive = Vec::new();
-        let opts = EncodeOptions {
-            input_len: Some(file.len() as u64),
-            ..opts(Mode::Fast, 4096)
-        };
-        let report = sc::encode(&file[..], &mut archive, &opts).unwrap();
-        assert_eq!(report.kind, Kind::Generic, "{what}");
-        assert!(report.generic_reason.is_some(), "{what}");
-        let back = sc::decode_to_vec(&archive, &DecodeOptions::default()).unwrap();
-        assert!(back == *file, "{what}");
+    let mut moved = good.clone();
+    let past = (good.len() as u64 - h.data_start).next_multiple_of(32);
+    moved[offset_at..offset_at + 8].copy_from_slice(&past.to_le_bytes());
+    let cases = [
+        (
+            "cut inside the last tensor",
+            good[..good.len() - 1].to_vec(),
+            last.name.as_str(),
+        ),
+        ("offset past the end", moved, "token_embd.weight"),
+    ];
+    for (what, file, missing) in &cases {
+        for stream in [false, true] {
+            encode_as(file, stream, Kind::Gguf, what);
+        }
+        let archive = encode_to_vec(file, &opts(Mode::Best, 4096));
+        let mut a = Archive::open(Cursor::new(&archive)).unwrap();
+        assert_eq!(a.tensors().len(), h.tensors.len(), "{what}");
+        let err = a.read_tensor(missing).unwrap_err();
+        assert!(err.to_string().contains("past the end"), "{what}: {err}");
+    }
+}
+
+/// A `general.alignment` larger than the first read of the header (1 MiB) is honoured from a
+/// file and a stream, and a stream that ends inside the padding after the header (whose
+/// length is unknown until it ends) is coded as plain bytes, as the same file is.
+#[test]
+fn an_alignment_over_a_mib_and_a_stream_ending_in_the_padding_code() {
+    let mut metadata = common::gguf_every_value();
+    metadata.push(("general.alignment".into(), sc::gguf::Value::U32(2 << 20)));
+    let data = Rng(4).bytes(34 * 8);
+    let q8 = common::ggml("Q8_0");
+    let file = sc::gguf::write::file(3, &metadata, &[("q", &[256][..], q8, &data[..])]);
+    for stream in [false, true] {
+        encode_as(&file, stream, Kind::Gguf, "alignment 2 MiB");
+        for cut in [1 << 20, (1 << 20) + 1, (2 << 20) - 1] {
+            let what = format!("cut at {cut}");
+            encode_as(&file[..cut], stream, Kind::Generic, &what);
+        }
     }
 }
 
@@ -354,4 +407,46 @@ fn a_header_of_several_mib_round_trips() {
         decodes_everywhere(&archive, &file, None);
         lists_its_tensors(&archive, &file);
     }
+}
+
+/// A kept GGUF header that does not parse (a tensor of an unknown type, the file header's
+/// checksum made right) is corruption to every reader that lists tensors: `inspect` (what
+/// `sc info` shows) fails as `Archive::open` does; a full decode restores the kept header's
+/// bytes as stored without parsing them (FORMAT.md).
+#[test]
+fn a_kept_gguf_header_that_does_not_parse_is_corruption_to_inspect() {
+    // Random metadata keeps the header from deflating: it is stored as it is, so a byte of it
+    // can be changed in place.
+    let noise = sc::gguf::Value::Numbers(0, 512, Rng(8).bytes(512));
+    let name = "a-tensor-named-to-be-found-in-the-kept-header-by-its-sixty-four-b";
+    let data = Rng(9).bytes(34 * 4);
+    let q8 = common::ggml("Q8_0");
+    let metadata = [("noise".to_string(), noise)];
+    let file = sc::gguf::write::file(3, &metadata, &[(name, &[128][..], q8, &data[..])]);
+    let opts = EncodeOptions {
+        md5: false,
+        ..opts(Mode::Fast, 4096)
+    };
+    let mut archive = encode_to_vec(&file, &opts);
+    let info = sc::inspect(&mut Cursor::new(&archive)).unwrap();
+    let p = info.kept_header_len as usize;
+    assert_eq!(info.kept_header_stored as usize, p, "stored as it is");
+    // The tensor's type id follows its name, dimension count and one dimension.
+    let at = archive[24..24 + p]
+        .windows(name.len())
+        .position(|w| w == name.as_bytes())
+        .unwrap();
+    let type_at = 24 + at + name.len() + 4 + 8;
+    assert_eq!(archive[type_at], 8);
+    archive[type_at] = 99;
+    let sum = sc::container::checksum::xxh3(&archive[..24 + p]);
+    archive[24 + p..32 + p].copy_from_slice(&sum.to_le_bytes());
+    let err = sc::inspect(&mut Cursor::new(&archive)).unwrap_err();
+    assert!(err.to_string().contains("kept GGUF header"), "{err}");
+    let err = Archive::open(Cursor::new(&archive)).err().unwrap();
+    assert!(err.to_string().contains("kept GGUF header"), "{err}");
+    let back = sc::decode_to_vec(&archive, &DecodeOptions::default()).unwrap();
+    let mut changed = file.clone();
+    changed[type_at - 24] = 99;
+    assert!(back == changed);
 }

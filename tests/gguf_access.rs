@@ -341,3 +341,66 @@ fn a_gguf_fine_tune_codes_against_a_gguf_base() {
         }
     }
 }
+
+/// An extract from one shard of a split checkpoint is a whole file: the `split.*` keys that
+/// say it is one of N are dropped, the other metadata kept.
+#[test]
+fn write_gguf_drops_the_keys_that_claim_a_split() {
+    let mut metadata = vec![
+        (
+            "general.architecture".to_string(),
+            Value::String("llama".into()),
+        ),
+        ("split.no".into(), Value::U16(1)),
+        ("split.count".into(), Value::U16(3)),
+        ("split.tensors.count".into(), Value::I32(3)),
+    ];
+    metadata.extend(gguf_every_value());
+    let file = gguf_of(&read(BASE), &metadata);
+    let archive = encode_to_vec(&file, &EncodeOptions::new(Mode::Fast)).unwrap();
+    let mut a = open(&archive);
+    let name = a.tensors()[0].name.clone();
+    let mut out = Vec::new();
+    a.write_gguf(&[&name], &mut out).unwrap();
+    let got = parse(&out);
+    let kept: Vec<_> = metadata
+        .iter()
+        .filter(|(k, _)| !k.starts_with("split."))
+        .cloned()
+        .collect();
+    assert_eq!(got.metadata, kept);
+    assert_eq!(got.tensors.len(), 1);
+}
+
+/// Extracting many tensors by name from an archive of many compares names
+/// O((names + tensors) log tensors) times, not names times tensors (2 * 10^7 here).
+#[test]
+fn tensors_are_found_by_name_without_a_scan() {
+    let n = 20_000usize;
+    let f32 = ggml("F32");
+    let names: Vec<String> = (0..n).map(|i| format!("blk.{i}.w")).collect();
+    let data: Vec<[u8; 4]> = (0..n).map(|i| (i as f32).to_le_bytes()).collect();
+    let tensors: Vec<(&str, &[u64], _, &[u8])> = names
+        .iter()
+        .zip(&data)
+        .map(|(name, d)| (name.as_str(), &[1u64][..], f32, &d[..]))
+        .collect();
+    let file = write::file(3, &[], &tensors);
+    let archive = encode_to_vec(&file, &EncodeOptions::new(Mode::Fast)).unwrap();
+    let mut a = open(&archive);
+    let wanted: Vec<&str> = names.iter().rev().step_by(10).map(String::as_str).collect();
+    let before = sc::hook::done(sc::hook::Work::NamesCompared);
+    for name in &wanted {
+        assert!(a.tensor(name).is_some());
+    }
+    let mut out = Vec::new();
+    a.write_gguf(&wanted, &mut out).unwrap();
+    let compared = sc::hook::done(sc::hook::Work::NamesCompared) - before;
+    let log = (n as f64).log2().ceil() as u64 + 1;
+    let bound = 4 * (n + 2 * wanted.len()) as u64 * log;
+    assert!(
+        compared <= bound,
+        "{compared} name comparisons (bound {bound})"
+    );
+    assert_eq!(parse(&out).tensors.len(), wanted.len());
+}

@@ -14,7 +14,6 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict};
 use rayon::ThreadPool;
 use sc::output::OutputFile;
-use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Cursor, Read, Seek, SeekFrom, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -378,8 +377,22 @@ impl Reader {
 
     /// The kept header's metadata: a safetensors header's `__metadata__`, a GGUF header's
     /// key-values (values that are not strings as their JSON text), or None.
-    fn metadata(&self, py: Python<'_>) -> PyResult<Option<BTreeMap<String, String>>> {
-        self.with(py, |o| each!(o, a => Ok(a.metadata().cloned())))
+    fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        // Made once within the archive, without the GIL; the dict is then built from it, not
+        // from a copy (a tokenizer's vocabulary as text is megabytes).
+        self.with(py, |o| each!(o, a => Ok(a.metadata().is_some())))?;
+        let guard = self.archive.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(opened) = guard.as_ref() else {
+            return Err(PyValueError::new_err("the archive is closed"));
+        };
+        let Some(meta) = each!(opened, a => a.metadata()) else {
+            return Ok(None);
+        };
+        let d = PyDict::new(py);
+        for (k, v) in meta {
+            d.set_item(k, v)?;
+        }
+        Ok(Some(d))
     }
 
     /// Archive facts: the original's kind ("safetensors", "gguf" or "generic"), mode, block

@@ -85,8 +85,8 @@ fn put_value(out: &mut Vec<u8>, v: &Value) {
 
 /// The alignment `metadata` asks for: its `general.alignment` when that is a power of two
 /// held as a u32 (what the reader accepts), else the default.
-pub fn alignment_of(metadata: &[(String, Value)]) -> u64 {
-    match metadata.iter().find(|(k, _)| k == "general.alignment") {
+pub fn alignment_of<'a>(metadata: impl IntoIterator<Item = &'a (String, Value)>) -> u64 {
+    match metadata.into_iter().find(|(k, _)| k == "general.alignment") {
         Some((_, Value::U32(a))) if a.is_power_of_two() => u64::from(*a),
         _ => DEFAULT_ALIGNMENT,
     }
@@ -95,13 +95,24 @@ pub fn alignment_of(metadata: &[(String, Value)]) -> u64 {
 /// A GGUF header of `version` with `metadata` and `tensors`, padded with zeros to the
 /// alignment `metadata` gives ([`alignment_of`]), and where each tensor's data starts,
 /// relative to the end of the header: one after the other in the order given, each at the
-/// next multiple of the alignment.
+/// next multiple of the alignment. For tests: files are otherwise written through
+/// [`GgufHeader::header_for`].
+#[cfg(any(test, feature = "internals"))]
 pub fn header(
     version: u32,
     metadata: &[(String, Value)],
     tensors: &[NewTensor<'_>],
 ) -> (Vec<u8>, Vec<u64>) {
-    let alignment = alignment_of(metadata);
+    header_of(version, metadata.iter(), tensors)
+}
+
+/// [`header`] of the key-values `metadata` yields.
+fn header_of<'a>(
+    version: u32,
+    metadata: impl ExactSizeIterator<Item = &'a (String, Value)> + Clone,
+    tensors: &[NewTensor<'_>],
+) -> (Vec<u8>, Vec<u64>) {
+    let alignment = alignment_of(metadata.clone());
     let mut out = MAGIC.to_vec();
     out.extend_from_slice(&version.to_le_bytes());
     out.extend_from_slice(&(tensors.len() as u64).to_le_bytes());
@@ -161,8 +172,9 @@ pub fn file(
 impl GgufHeader {
     /// The header of a new GGUF file holding the tensors `chosen` (positions in
     /// [`GgufHeader::tensors`], in the order they are to be written) and this header's version
-    /// and metadata (its alignment honoured), and where each tensor's data starts relative to
-    /// the end of the new header ([`header`]).
+    /// and metadata (its alignment honoured) but for the keys that say the file is one shard
+    /// of a split checkpoint ([`claims_a_split`]: the new file is whole), and where each
+    /// tensor's data starts relative to the end of the new header ([`header`]).
     pub fn header_for(&self, chosen: &[usize]) -> (Vec<u8>, Vec<u64>) {
         let infos: Vec<NewTensor> = chosen
             .iter()
@@ -176,6 +188,18 @@ impl GgufHeader {
                 }
             })
             .collect();
-        header(self.version, &self.metadata, &infos)
+        let kept: Vec<&(String, Value)> = self
+            .metadata
+            .iter()
+            .filter(|(k, _)| !claims_a_split(k))
+            .collect();
+        header_of(self.version, kept.into_iter(), &infos)
     }
+}
+
+/// Whether the metadata key `key` says its file is one shard of a split checkpoint:
+/// llama.cpp's `gguf-split` writes `split.no`, `split.count` and `split.tensors.count`, and
+/// its loader reads every key under `split.` as such.
+pub fn claims_a_split(key: &str) -> bool {
+    key.starts_with("split.")
 }

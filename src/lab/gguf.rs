@@ -2,10 +2,10 @@
 //! type's blocks (F16 scales as 16-bit values, 4-bit quants as nibbles, ...), per tensor, and
 //! the size those entropies bound a field-aware coder to.
 
+use super::Tally;
 use crate::container::kept::{self, PACKED_LEN_FIELD};
 use crate::gguf::types::{joined_quant_bits, joining, Field, GgmlType, Packing};
 use crate::read::read_exact_or;
-use crate::stats::entropy_bits;
 use crate::{Error, Result};
 use std::io::{Read, Seek, SeekFrom};
 
@@ -123,22 +123,22 @@ const PARTS: [&str; 4] = ["bits 15..0", "bits 31..16", "bits 47..32", "bits 63..
 
 /// Adds the symbols of `field` in each of `blocks` to `hist` (of 2^bits entries; F32 fields
 /// count as bytes).
-fn count(blocks: &[u8], block_bytes: usize, field: &Field, hist: &mut [u64]) {
+fn count(blocks: &[u8], block_bytes: usize, field: &Field, hist: &mut Tally) {
     for block in blocks.chunks_exact(block_bytes) {
         let bytes = &block[field.offset..field.offset + field.len];
         match field.packing {
             Packing::F16 | Packing::I16 => {
                 for p in bytes.chunks_exact(2) {
-                    hist[u16::from_le_bytes([p[0], p[1]]) as usize] += 1;
+                    hist.add(u16::from_le_bytes([p[0], p[1]]) as usize, 1);
                 }
             }
-            Packing::Bytes | Packing::F32 => bytes.iter().for_each(|&b| hist[b as usize] += 1),
+            Packing::Bytes | Packing::F32 => bytes.iter().for_each(|&b| hist.add(b as usize, 1)),
             packed => {
                 let bits = packed.symbol_bits();
                 let mask = (1u8 << bits) - 1;
                 for &b in bytes {
                     for k in 0..8 / bits {
-                        hist[((b >> (k * bits)) & mask) as usize] += 1;
+                        hist.add(((b >> (k * bits)) & mask) as usize, 1);
                     }
                 }
             }
@@ -161,18 +161,20 @@ const READ_CHUNK: usize = 1 << 20;
 pub fn analyze_gguf<R: Read + Seek>(r: &mut R) -> Result<GgufAnalysis> {
     let (h, header) = read_gguf_header(r)?;
     let file_len = r.seek(SeekFrom::End(0))?;
-    let mut types: Vec<(TypeAnalysis, Vec<Vec<u64>>)> = Vec::new();
+    // Per type: its analysis, its pooled histograms, and the histograms of the tensor being
+    // measured (cleared after each: a tensor costs the symbols it holds, not the alphabets).
+    let mut types: Vec<(TypeAnalysis, Vec<Tally>, Vec<Tally>)> = Vec::new();
     let (mut joined, mut data) = (Vec::new(), Vec::new());
     let mut tensor_bytes = 0u64;
     for t in &h.tensors {
         let gt = t.ggml_type;
         let fields = fields_of(gt);
-        let k = match types.iter().position(|(a, _)| a.name == gt.name) {
+        let k = match types.iter().position(|(a, ..)| a.name == gt.name) {
             Some(k) => k,
             None => {
-                let mut pooled: Vec<Vec<u64>> = fields
+                let mut pooled: Vec<Tally> = fields
                     .iter()
-                    .map(|f| vec![0u64; 1 << alphabet_bits(f.packing)])
+                    .map(|f| Tally::new(1 << alphabet_bits(f.packing)))
                     .collect();
                 let join = joined_quant_bits(gt);
                 let mut entries: Vec<FieldAnalysis> = fields
@@ -199,7 +201,7 @@ pub fn analyze_gguf<R: Read + Seek>(r: &mut R) -> Result<GgufAnalysis> {
                         pooled_bits_per_symbol: 0.0,
                         in_bound: true,
                     });
-                    pooled.push(vec![0u64; 256]);
+                    pooled.push(Tally::new(256));
                 }
                 let a = TypeAnalysis {
                     name: gt.name,
@@ -207,25 +209,21 @@ pub fn analyze_gguf<R: Read + Seek>(r: &mut R) -> Result<GgufAnalysis> {
                     bytes: 0,
                     fields: entries,
                 };
-                types.push((a, pooled));
+                let hists = pooled.clone();
+                types.push((a, pooled, hists));
                 types.len() - 1
             }
         };
         let len = t.range.end - t.range.start;
         tensor_bytes += len;
-        let (a, pooled) = &mut types[k];
+        let (a, pooled, hists) = &mut types[k];
         a.tensors += 1;
         a.bytes += len;
         let width = gt.block_bytes as usize;
         let blocks = len / width as u64;
-        let mut hists: Vec<Vec<u64>> = fields
-            .iter()
-            .map(|f| vec![0u64; 1 << alphabet_bits(f.packing)])
-            .collect();
         let mut lens: Vec<u64> = fields.iter().map(|f| f.len as u64).collect();
         let joins = joining(gt);
         if joins.is_some() {
-            hists.push(vec![0u64; 256]);
             let quant_bytes = fields.iter().filter(|f| f.name.starts_with('q'));
             lens.push(quant_bytes.map(|f| f.len as u64).sum());
             joined.resize(gt.block_values as usize, 0);
@@ -245,23 +243,24 @@ pub fn analyze_gguf<R: Read + Seek>(r: &mut R) -> Result<GgufAnalysis> {
             if let (Some(j), [hist]) = (joins, joined_hist) {
                 for block in data.chunks_exact(width) {
                     (j.join)(block, &mut joined);
-                    joined.iter().for_each(|&q| hist[q as usize] += 1);
+                    joined.iter().for_each(|&q| hist.add(q as usize, 1));
                 }
             }
         }
-        for (((hist, len), fa), pool) in hists.iter().zip(lens).zip(&mut a.fields).zip(pooled) {
-            let n: u64 = hist.iter().sum();
+        for (((hist, len), fa), pool) in hists.iter_mut().zip(lens).zip(&mut a.fields).zip(pooled) {
+            let n = hist.total();
             fa.bytes += blocks * len;
             fa.symbols += n;
-            fa.tensor_bits += entropy_bits(hist) * n as f64;
-            pool.iter_mut().zip(hist).for_each(|(p, c)| *p += c);
+            fa.tensor_bits += hist.entropy_bits() * n as f64;
+            hist.add_to(pool);
+            hist.clear();
         }
     }
     let types = types
         .into_iter()
-        .map(|(mut a, pooled)| {
+        .map(|(mut a, pooled, _)| {
             for (fa, pool) in a.fields.iter_mut().zip(&pooled) {
-                fa.pooled_bits_per_symbol = entropy_bits(pool);
+                fa.pooled_bits_per_symbol = pool.entropy_bits();
             }
             a
         })
@@ -277,4 +276,47 @@ pub fn analyze_gguf<R: Read + Seek>(r: &mut R) -> Result<GgufAnalysis> {
         padding: file_len - h.header_len - tensor_bytes,
         types,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gguf::write;
+    use std::io::Cursor;
+
+    /// Many tiny F16 and Q8_0 tensors: each tensor's histograms (65,536 bins for an F16 value)
+    /// are visited only where it counted, so the work is linear in the values (a dense
+    /// histogram a tensor would visit 3 * 65,536 bins each, 2.6 * 10^8 here).
+    #[test]
+    fn tiny_tensors_visit_bins_in_proportion_to_their_values() {
+        let n = 1000;
+        let mut rnd = crate::test_rng(3);
+        let f16 = types::GgmlType::from_id(1).unwrap();
+        let q8 = types::GgmlType::from_id(8).unwrap();
+        let names: Vec<String> = (0..2 * n).map(|i| format!("t{i}")).collect();
+        let data: Vec<Vec<u8>> = (0..2 * n)
+            .map(|_| (0..68).map(|_| rnd() as u8).collect())
+            .collect();
+        let tensors: Vec<(&str, &[u64], &GgmlType, &[u8])> = (0..2 * n)
+            .map(|i| match i % 2 {
+                0 => (names[i].as_str(), &[34u64][..], f16, &data[i][..]),
+                _ => (names[i].as_str(), &[64u64][..], q8, &data[i][..]),
+            })
+            .collect();
+        let file = write::file(3, &[], &tensors);
+        let before = crate::hook::done(crate::hook::Work::BinsVisited);
+        let an = analyze_gguf(&mut Cursor::new(file)).unwrap();
+        let visited = crate::hook::done(crate::hook::Work::BinsVisited) - before;
+        assert_eq!(an.types.len(), 2);
+        let symbols: u64 = an
+            .types
+            .iter()
+            .flat_map(|t| &t.fields)
+            .map(|f| f.symbols)
+            .sum();
+        assert!(
+            visited <= 8 * symbols,
+            "{visited} bins for {symbols} symbols"
+        );
+    }
 }

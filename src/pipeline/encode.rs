@@ -221,13 +221,24 @@ fn probe_gguf(
         let ended = consumed.len() < want;
         // Lengths alone say whether the header is all read; it is checked once it is.
         let parsed = GgufHeader::len_in(&consumed, file_len)
-            .and_then(|_| GgufHeader::parse_tensors(&consumed, file_len));
+            .and_then(|_| crate::gguf::listed_tensors(&consumed, file_len));
         match parsed {
-            Ok(h) if h.data_start <= MAX_KEPT_GGUF => {
+            Ok((h, _)) if h.data_start > MAX_KEPT_GGUF => {
+                break GgufError::Implausible("header length", h.data_start)
+            }
+            // The padding after the header (up to `general.alignment`, which may exceed what
+            // was read) is part of the kept header: read up to the data's start.
+            Ok((h, _)) if h.data_start > consumed.len() as u64 => {
+                if ended {
+                    break GgufError::Truncated("padding before the tensor data");
+                }
+                want = h.data_start as usize;
+            }
+            Ok((h, tensors)) => {
                 let pending = consumed.split_off(h.data_start as usize);
                 let header = Header {
                     json_len: 0,
-                    tensors: h.tensor_infos(),
+                    tensors,
                 };
                 return Ok(Probed {
                     kind: Kind::Gguf,
@@ -237,7 +248,6 @@ fn probe_gguf(
                     reason: None,
                 });
             }
-            Ok(h) => break GgufError::Implausible("header length", h.data_start),
             Err(GgufError::Truncated(_)) if !ended && (want as u64) < MAX_KEPT_GGUF => {
                 want = (want * 2).min(MAX_KEPT_GGUF as usize);
             }
