@@ -301,35 +301,15 @@ fn s3_upload_list_and_read_back() {
     drop(s3);
 }
 
-/// Two archives of the same layout and length whose blocks differ: random bytes, which every
-/// block stores as they are.
+/// Two checkpoints, and archives of them of one layout and length whose blocks differ.
 fn twins() -> (Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>) {
-    let checkpoint = |seed: u64| {
-        let mut rng = common::Rng(seed);
-        let tensors: Vec<(String, Vec<u8>)> = (0..4)
-            .map(|k| (format!("layer{k}.weight"), rng.bytes(3 << 20)))
-            .collect();
-        let tensors: Vec<(&str, &str, Vec<u64>, Vec<u8>)> = tensors
-            .iter()
-            .map(|(n, b)| (n.as_str(), "U8", vec![b.len() as u64], b.clone()))
-            .collect();
-        safetensors(&tensors, 0, "{}")
-    };
-    let (one, two) = (checkpoint(1), checkpoint(2));
+    let (one, two) = (
+        servers::random_checkpoint(1, 3 << 20),
+        servers::random_checkpoint(2, 3 << 20),
+    );
     let (a, b) = (fast(&one), fast(&two));
     assert_eq!(a.len(), b.len(), "the twins have one layout");
     (one, a, two, b)
-}
-
-/// Replaces the file `path` with `bytes`, its date a minute later (nginx's ETag is made of
-/// the file's length and date, in seconds).
-fn replace(path: &std::path::Path, bytes: &[u8]) {
-    let was = std::fs::metadata(path).unwrap().modified().unwrap();
-    let tmp = path.with_extension("new");
-    std::fs::write(&tmp, bytes).unwrap();
-    let f = std::fs::File::options().write(true).open(&tmp).unwrap();
-    f.set_modified(was + Duration::from_secs(60)).unwrap();
-    std::fs::rename(&tmp, path).unwrap();
 }
 
 #[test]
@@ -343,7 +323,7 @@ fn an_object_replaced_while_it_is_read_is_an_error_naming_it() {
     let mut archive = Archive::open_url(&url, &quick()).unwrap();
     let (name, range) = &ranges[0];
     assert!(archive.read_tensor(name).unwrap() == one[range.clone()]);
-    replace(&root.path().join("m.sc"), &b);
+    servers::replace_later(&root.path().join("m.sc"), &b);
     let err = archive.read_tensor(&ranges[3].0).unwrap_err().to_string();
     assert!(
         err.starts_with(&format!("{url}: ")) && err.contains("changed while it was read"),

@@ -6,20 +6,13 @@ mod common;
 #[path = "../../tests/servers/mod.rs"]
 mod servers;
 
-use common::{fails, ok, safetensors, tensor_ranges, Rng};
+use common::{fails, ok, tensor_ranges};
 use std::path::Path;
 use std::process::{Command, Output};
 
+/// Four tensors of `n` KiB of random bytes each.
 fn checkpoint(seed: u64, n: usize) -> Vec<u8> {
-    let mut rng = Rng(seed);
-    let tensors: Vec<(String, Vec<u8>)> = (0..4)
-        .map(|k| (format!("layer{k}.weight"), rng.bytes(n << 10)))
-        .collect();
-    let tensors: Vec<(&str, &str, Vec<u64>, Vec<u8>)> = tensors
-        .iter()
-        .map(|(name, b)| (name.as_str(), "U8", vec![b.len() as u64], b.clone()))
-        .collect();
-    safetensors(&tensors, 0, "{}")
+    servers::random_checkpoint(seed, n << 10)
 }
 
 /// Runs `sc args...` in `dir` with `env` set.
@@ -163,18 +156,6 @@ fn a_sharded_checkpoint_goes_to_s3_and_back() {
     drop(s3);
 }
 
-/// Replaces the file `path` with `bytes`, its date a minute later (nginx's ETag is made of
-/// the file's length and date, in seconds).
-fn replace(path: &Path, bytes: &[u8]) {
-    let was = std::fs::metadata(path).unwrap().modified().unwrap();
-    let tmp = path.with_extension("new");
-    std::fs::write(&tmp, bytes).unwrap();
-    let f = std::fs::File::options().write(true).open(&tmp).unwrap();
-    f.set_modified(was + std::time::Duration::from_secs(60))
-        .unwrap();
-    std::fs::rename(&tmp, path).unwrap();
-}
-
 #[test]
 fn an_object_changed_mid_decode_fails_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
@@ -210,7 +191,7 @@ fn an_object_changed_mid_decode_fails_and_writes_nothing() {
     while nginx.requests().len() < 2 && start.elapsed().as_secs() < 60 {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    replace(&root.path().join("m.sc"), &archives[1]);
+    servers::replace_later(&root.path().join("m.sc"), &archives[1]);
     let err = fails(
         child.wait_with_output().unwrap(),
         "changed while it was read",

@@ -357,6 +357,32 @@ fn serve(
     client.write_all(&body)
 }
 
+/// A safetensors file of four U8 tensors (`layer0.weight` to `layer3.weight`) of `bytes`
+/// random bytes each: its archive stores every block as it is, so that the archives of two
+/// seeds have one layout and length.
+pub fn random_checkpoint(seed: u64, bytes: usize) -> Vec<u8> {
+    let mut rng = crate::common::Rng(seed);
+    let tensors: Vec<(String, Vec<u8>)> = (0..4)
+        .map(|k| (format!("layer{k}.weight"), rng.bytes(bytes)))
+        .collect();
+    let tensors: Vec<(&str, &str, Vec<u64>, Vec<u8>)> = tensors
+        .iter()
+        .map(|(name, b)| (name.as_str(), "U8", vec![b.len() as u64], b.clone()))
+        .collect();
+    crate::common::safetensors(&tensors, 0, "{}")
+}
+
+/// Replaces the file `path` with `bytes` (by a rename), dated a minute after the file it
+/// replaces: nginx's ETag is made of a file's length and date, in seconds.
+pub fn replace_later(path: &Path, bytes: &[u8]) {
+    let was = std::fs::metadata(path).unwrap().modified().unwrap();
+    let tmp = path.with_extension("new");
+    std::fs::write(&tmp, bytes).unwrap();
+    let f = std::fs::File::options().write(true).open(&tmp).unwrap();
+    f.set_modified(was + Duration::from_secs(60)).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
 /// What a [`Rogue`] server does with each request.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Misdeed {
