@@ -382,23 +382,22 @@ fn a_body_longer_or_shorter_than_asked_is_a_server_error() {
 }
 
 #[test]
-fn a_silent_server_times_out_saying_which_timeout() {
-    let rogue = Rogue::start(Misdeed::Silent);
-    let url = rogue.url("m.sc");
-    let mut opts = quick();
-    opts.timeout = Duration::from_secs(1);
-    opts.retry_timeout = Duration::from_secs(2);
-    let start = std::time::Instant::now();
-    let err = Archive::open_url(&url, &opts).err().unwrap().to_string();
-    assert!(
-        start.elapsed() < Duration::from_secs(30),
-        "{:?}",
-        start.elapsed()
-    );
-    assert!(
-        err.starts_with(&format!("{url}: timed out")) && err.contains("request timeout (1 s"),
-        "{err}"
-    );
+fn a_silent_or_dripping_server_times_out_saying_which_timeout() {
+    for misdeed in [Misdeed::Silent, Misdeed::Drip] {
+        let rogue = Rogue::start(misdeed);
+        let url = rogue.url("m.sc");
+        let mut opts = quick();
+        opts.timeout = Duration::from_secs(1);
+        opts.retry_timeout = Duration::from_secs(2);
+        let start = std::time::Instant::now();
+        let err = Archive::open_url(&url, &opts).err().unwrap().to_string();
+        let took = start.elapsed();
+        assert!(took < Duration::from_secs(30), "{misdeed:?}: {took:?}");
+        assert!(
+            err.starts_with(&format!("{url}: timed out")) && err.contains("request timeout (1 s"),
+            "{misdeed:?}: {err}"
+        );
+    }
 }
 
 #[test]

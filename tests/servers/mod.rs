@@ -393,6 +393,8 @@ pub enum Misdeed {
     /// Answers a range of an object of [`ROGUE_LEN`] bytes with half the body asked for,
     /// its Content-Length saying so.
     ShortBody,
+    /// Answers a range with its headers, then drips its body a byte every 100 ms.
+    Drip,
     /// Answers 302, sending the client to the same path on 127.0.0.1 at this port.
     Redirect(u16),
     /// Answers 404 (after its headers are logged).
@@ -485,6 +487,13 @@ fn misbehave(
                 let chunk = vec![0u8; 1 << 20];
                 for _ in 0..64 {
                     conn.write_all(&chunk)?;
+                }
+            }
+            Misdeed::Drip => {
+                conn.write_all(partial(range.end - range.start).as_bytes())?;
+                while Instant::now() < until {
+                    conn.write_all(&[0])?;
+                    std::thread::sleep(Duration::from_millis(100));
                 }
             }
             Misdeed::ShortBody => {
