@@ -12,7 +12,7 @@ use std::io;
 pub enum Error {
     /// Reading or writing failed at the operating-system level.
     #[error(transparent)]
-    Io(#[from] io::Error),
+    Io(io::Error),
     /// The input does not start with the `.sc` magic bytes.
     #[error("not an sc archive (bad magic bytes)")]
     BadMagic,
@@ -57,8 +57,9 @@ pub enum Error {
     #[error("not a safetensors file: {0}")]
     NotSafetensors(HeaderError),
     /// A remote location (`remote` feature) could not be read or written: not found (404),
-    /// refused (403), or failing past the retries.
-    #[error("{location}: {reason}")]
+    /// refused (403), changed while it was read, or failing past the retries. Shown with
+    /// control characters escaped (`\u{1b}`): a location's key is anyone's text.
+    #[error("{}: {}", escaped(location), escaped(reason))]
     Remote {
         /// The location, as it was named.
         location: String,
@@ -226,6 +227,32 @@ impl CodecError {
         Error::CorruptBlock {
             index,
             reason: self.0.to_string(),
+        }
+    }
+}
+
+/// `s` with control characters (C0, DEL, C1) written as escapes (`\u{1b}`, `\r`).
+fn escaped(s: &str) -> String {
+    s.chars()
+        .map(|c| match c.is_control() {
+            true => c.escape_debug().to_string(),
+            false => c.to_string(),
+        })
+        .collect()
+}
+
+impl From<io::Error> for Error {
+    /// An I/O error carrying an [`Error`] (one that passed through a [`std::io::Read`] or
+    /// [`std::io::Write`]) gives it back, so that it is said once, as itself.
+    fn from(e: io::Error) -> Error {
+        if !e.get_ref().is_some_and(|inner| inner.is::<Error>()) {
+            return Error::Io(e);
+        }
+        let kind = e.kind();
+        match e.into_inner().map(|inner| inner.downcast::<Error>()) {
+            Some(Ok(inner)) => *inner,
+            Some(Err(other)) => Error::Io(io::Error::new(kind, other)),
+            None => Error::Io(kind.into()),
         }
     }
 }

@@ -7,7 +7,7 @@ use std::io::{self, Read};
 pub fn read_exact_or(r: &mut impl Read, buf: &mut [u8], what: &'static str) -> Result<()> {
     r.read_exact(buf).map_err(|e| match e.kind() {
         io::ErrorKind::UnexpectedEof => Error::Truncated(what),
-        _ => Error::Io(e),
+        _ => Error::from(e),
     })
 }
 

@@ -11,7 +11,7 @@ use common::{safetensors, tensor_ranges, Rng};
 use sc::decode_url;
 use sc::remote::RemoteOptions;
 use sc::{Archive, DecodeOptions, EncodeOptions, Mode};
-use servers::{Faults, Proxy};
+use servers::{Faults, Misdeed, Proxy, Rogue};
 use std::io::Write;
 use std::time::Duration;
 
@@ -299,4 +299,138 @@ fn s3_upload_list_and_read_back() {
     assert!(a.read_tensor(&name).unwrap() == original[range]);
     assert!(a.remote_stats().requests <= 4);
     drop(s3);
+}
+
+/// Two checkpoints, and archives of them of one layout and length whose blocks differ.
+fn twins() -> (Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>) {
+    let (one, two) = (
+        servers::random_checkpoint(1, 3 << 20),
+        servers::random_checkpoint(2, 3 << 20),
+    );
+    let (a, b) = (fast(&one), fast(&two));
+    assert_eq!(a.len(), b.len(), "the twins have one layout");
+    (one, a, two, b)
+}
+
+#[test]
+fn an_object_replaced_while_it_is_read_is_an_error_naming_it() {
+    let (one, a, _, b) = twins();
+    let Some((nginx, root)) = serve(&[("m.sc", &a)], "") else {
+        return;
+    };
+    let url = nginx.url("m.sc");
+    let ranges = tensor_ranges(&one);
+    let mut archive = Archive::open_url(&url, &quick()).unwrap();
+    let (name, range) = &ranges[0];
+    assert!(archive.read_tensor(name).unwrap() == one[range.clone()]);
+    servers::replace_later(&root.path().join("m.sc"), &b);
+    let err = archive.read_tensor(&ranges[3].0).unwrap_err().to_string();
+    assert!(
+        err.starts_with(&format!("{url}: ")) && err.contains("changed while it was read"),
+        "{err}"
+    );
+    assert_eq!(err.matches(&url).count(), 1, "{err}");
+}
+
+#[test]
+fn s3_object_replaced_while_it_is_read_is_an_error_naming_it() {
+    let Some(s3) = servers::weed() else {
+        return;
+    };
+    let (one, a, _, b) = twins();
+    let opts = RemoteOptions::default();
+    let url = format!("s3://{}/twins/m.sc", servers::BUCKET);
+    let put = |bytes: &[u8]| {
+        let mut up = sc::remote::Upload::create(&url, &opts).unwrap();
+        up.write_all(bytes).unwrap();
+        up.finish().unwrap();
+    };
+    put(&a);
+    let ranges = tensor_ranges(&one);
+    let mut archive = Archive::open_url(&url, &opts).unwrap();
+    assert!(archive.read_tensor(&ranges[0].0).unwrap() == one[ranges[0].1.clone()]);
+    put(&b);
+    let err = archive.read_tensor(&ranges[3].0).unwrap_err().to_string();
+    assert!(
+        err.starts_with(&format!("{url}: ")) && err.contains("changed while it was read"),
+        "{err}"
+    );
+    drop(s3);
+}
+
+#[test]
+fn a_body_longer_or_shorter_than_asked_is_a_server_error() {
+    for (misdeed, says) in [
+        (
+            Misdeed::LongBody,
+            "the server sent more than the 262144 bytes asked for",
+        ),
+        (
+            Misdeed::ShortBody,
+            "the server sent 131072 bytes for bytes 786432..1048576",
+        ),
+    ] {
+        let rogue = Rogue::start(misdeed);
+        let url = rogue.url("m.sc");
+        let err = sc::remote::RemoteFile::open(&url, &quick())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.starts_with(&format!("{url}: {says}")), "{err}");
+        assert!(!err.contains("truncated"), "{err}");
+    }
+}
+
+#[test]
+fn a_silent_or_dripping_server_times_out_saying_which_timeout() {
+    for misdeed in [Misdeed::Silent, Misdeed::Drip] {
+        let rogue = Rogue::start(misdeed);
+        let url = rogue.url("m.sc");
+        let mut opts = quick();
+        opts.timeout = Duration::from_secs(1);
+        opts.retry_timeout = Duration::from_secs(2);
+        let start = std::time::Instant::now();
+        let err = Archive::open_url(&url, &opts).err().unwrap().to_string();
+        let took = start.elapsed();
+        assert!(took < Duration::from_secs(30), "{misdeed:?}: {took:?}");
+        assert!(
+            err.starts_with(&format!("{url}: timed out")) && err.contains("request timeout (1 s"),
+            "{misdeed:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn an_unreachable_server_says_connection_refused_naming_it_once() {
+    let url = format!("http://127.0.0.1:{}/m.sc", servers::free_port());
+    let mut opts = quick();
+    opts.retries = 1;
+    let err = Archive::open_url(&url, &opts).err().unwrap().to_string();
+    assert_eq!(err, format!("{url}: cannot connect: connection refused"));
+}
+
+#[test]
+fn a_password_in_a_location_is_refused_and_never_shown() {
+    let err = Archive::open_url("http://reader:s3cret@127.0.0.1:9/m.sc", &quick())
+        .err()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        err,
+        "http://reader:***@127.0.0.1:9/m.sc: a user name or password in the location is not supported"
+    );
+    assert_eq!(sc::remote::shown("s3://k:p@b/x@y:z"), "s3://k:***@b/x@y:z");
+}
+
+#[test]
+fn control_characters_in_a_location_are_escaped_in_errors() {
+    for url in [
+        "http://127.0.0.1:9/a\u{1b}[31m.sc",
+        "s3://bucket/a\u{1b}[31m.sc",
+    ] {
+        let err = Archive::open_url(url, &quick()).err().unwrap().to_string();
+        let shown = url.replace('\u{1b}', "\\u{1b}");
+        assert!(err.starts_with(&format!("{shown}: ")), "{err}");
+        assert!(!err.contains('\u{1b}'), "{err:?}");
+    }
 }

@@ -6,20 +6,13 @@ mod common;
 #[path = "../../tests/servers/mod.rs"]
 mod servers;
 
-use common::{fails, ok, safetensors, tensor_ranges, Rng};
+use common::{fails, ok, tensor_ranges};
 use std::path::Path;
 use std::process::{Command, Output};
 
+/// Four tensors of `n` KiB of random bytes each.
 fn checkpoint(seed: u64, n: usize) -> Vec<u8> {
-    let mut rng = Rng(seed);
-    let tensors: Vec<(String, Vec<u8>)> = (0..4)
-        .map(|k| (format!("layer{k}.weight"), rng.bytes(n << 10)))
-        .collect();
-    let tensors: Vec<(&str, &str, Vec<u64>, Vec<u8>)> = tensors
-        .iter()
-        .map(|(name, b)| (name.as_str(), "U8", vec![b.len() as u64], b.clone()))
-        .collect();
-    safetensors(&tensors, 0, "{}")
+    servers::random_checkpoint(seed, n << 10)
 }
 
 /// Runs `sc args...` in `dir` with `env` set.
@@ -161,4 +154,136 @@ fn a_sharded_checkpoint_goes_to_s3_and_back() {
         "a local folder named after the URL"
     );
     drop(s3);
+}
+
+#[test]
+fn an_object_changed_mid_decode_fails_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Random bytes: every block stored, so the two archives have one layout and length.
+    let archives: Vec<Vec<u8>> = [5, 6]
+        .iter()
+        .map(|&seed| {
+            let name = format!("m{seed}.safetensors");
+            std::fs::write(d.join(&name), checkpoint(seed, 1500)).unwrap();
+            ok(common::sc(d, &["encode", &name], None));
+            std::fs::read(d.join(format!("{name}.sc"))).unwrap()
+        })
+        .collect();
+    assert_eq!(archives[0].len(), archives[1].len());
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("m.sc"), &archives[0]).unwrap();
+    // Slow enough that the decode is still going when the object changes.
+    let Some(nginx) = servers::nginx(root.path(), "limit_rate 256k;") else {
+        return;
+    };
+    let url = nginx.url("m.sc");
+    let out = tempfile::tempdir().unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_sc"))
+        .args(["decode", &url, "-o", "back.safetensors"])
+        .current_dir(out.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The opening requests (end and start) are logged once done.
+    let start = std::time::Instant::now();
+    while nginx.requests().len() < 2 && start.elapsed().as_secs() < 60 {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    servers::replace_later(&root.path().join("m.sc"), &archives[1]);
+    let err = fails(
+        child.wait_with_output().unwrap(),
+        "changed while it was read",
+    );
+    assert_eq!(err.matches(&url).count(), 1, "{err}");
+    let left: Vec<_> = std::fs::read_dir(out.path()).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn timeouts_are_flags_and_a_timeout_says_which() {
+    let rogue = servers::Rogue::start(servers::Misdeed::Silent);
+    let url = rogue.url("m.sc");
+    let dir = tempfile::tempdir().unwrap();
+    let start = std::time::Instant::now();
+    let out = common::sc(
+        dir.path(),
+        &["info", &url, "--timeout", "1", "--retry-timeout", "1.5"],
+        None,
+    );
+    assert!(start.elapsed().as_secs() < 30, "{:?}", start.elapsed());
+    let err = fails(out, "timed out");
+    assert!(err.contains("request timeout (1 s"), "{err}");
+    let zero = common::sc(dir.path(), &["info", &url, "--timeout", "0"], None);
+    assert_eq!(zero.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&zero.stderr);
+    assert!(said.contains("not a positive number of seconds"), "{said}");
+}
+
+#[test]
+fn remote_errors_name_the_location_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let root = tempfile::tempdir().unwrap();
+    let Some(nginx) = servers::nginx(root.path(), "") else {
+        return;
+    };
+    let missing = nginx.url("nothing.sc");
+    let refused = format!("http://127.0.0.1:{}/m.sc", servers::free_port());
+    for (url, says) in [
+        (&missing, "not found (404)"),
+        (&refused, "cannot connect: connection refused"),
+    ] {
+        for cmd in ["decode", "verify", "extract"] {
+            let mut args = vec![cmd, url.as_str(), "--retries", "0"];
+            if cmd == "decode" {
+                args.extend(["-o", "x"]);
+            }
+            if cmd == "extract" {
+                args.extend(["-t", "a", "-o", "x"]);
+            }
+            let err = fails(common::sc(d, &args, None), says);
+            assert_eq!(err, format!("sc: error: {url}: {says}\n"), "{cmd}");
+        }
+    }
+    assert!(!d.join("x").exists());
+    // A password is refused, and never printed.
+    let err = fails(
+        common::sc(d, &["info", "http://me:s3cret@127.0.0.1:9/m.sc"], None),
+        "http://me:***@127.0.0.1:9/m.sc: a user name or password",
+    );
+    assert!(!err.contains("s3cret"), "{err}");
+}
+
+#[test]
+fn an_s3_redirect_to_another_host_is_refused_and_no_credential_leaves() {
+    let other = servers::Rogue::start(servers::Misdeed::NotFound);
+    let endpoint = servers::Rogue::start(servers::Misdeed::Redirect(other.port));
+    let env = [
+        ("AWS_ACCESS_KEY_ID", "sc-key".to_string()),
+        ("AWS_SECRET_ACCESS_KEY", "sc-secret".to_string()),
+        ("AWS_SESSION_TOKEN", "sc-session-token".to_string()),
+        ("AWS_REGION", "us-east-1".to_string()),
+        (
+            "AWS_ENDPOINT_URL",
+            format!("http://127.0.0.1:{}", endpoint.port),
+        ),
+        ("AWS_ALLOW_HTTP", "true".to_string()),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let out = sc_env(
+        dir.path(),
+        &["info", "s3://bkt/m.sc", "--retries", "0"],
+        &env,
+    );
+    let err = fails(out, "redirect");
+    assert!(!endpoint.heads().is_empty(), "{err}");
+    let leaked: Vec<String> = other.heads();
+    assert!(
+        leaked
+            .iter()
+            .all(|h| !h.contains("sc-session-token") && !h.contains("x-amz-security-token")),
+        "{leaked:?}"
+    );
 }

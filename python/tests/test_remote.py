@@ -360,3 +360,62 @@ def test_the_gil_is_released_while_fetching(slow_nginx):
     assert ticks >= 10
     t.join()
     assert "error" not in out, out.get("error")
+
+
+# An object replaced while it is read, timeouts, credentials in locations
+
+
+def _twins(tmp_path):
+    """Two archives of one layout and length whose blocks differ: random bytes, which every
+    block stores as they are."""
+    paths = []
+    for seed in (1, 2):
+        rng = np.random.default_rng(seed)
+        tensors = {f"layer{k}": rng.integers(0, 256, size=3 << 20, dtype=np.uint8) for k in range(4)}
+        path = tmp_path / f"twin{seed}.sc"
+        sc.numpy.save_file(tensors, path, mode="fast")
+        paths.append(path)
+    assert paths[0].stat().st_size == paths[1].stat().st_size
+    return paths
+
+
+def test_safe_open_of_an_object_replaced_meanwhile_raises_naming_it(nginx, web_root, tmp_path):
+    first, second = _twins(tmp_path)
+    served = web_root / "twin.sc"
+    shutil.copy(first, served)
+    url = f"{nginx.url}/twin.sc"
+    with sc.safe_open(url, framework="np") as f:
+        f.get_tensor("layer0")
+        # nginx's ETag is the file's length and date (in seconds): the copy is dated later.
+        was = served.stat().st_mtime
+        shutil.copy(second, served)
+        os.utime(served, (was + 60, was + 60))
+        with pytest.raises(sc.ScError) as e:
+            f.get_tensor("layer3")
+    text = one_line(e.value)
+    assert text.startswith(f"{url}: ") and "changed while it was read" in text, text
+    assert text.count(url) == 1, text
+
+
+def test_a_silent_server_times_out_saying_which(quick_failure):
+    import socket
+
+    # Connections are taken in by the kernel and never answered.
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/m.sc"
+        sc.remote_options(timeout=1.0, retry_timeout=1.5)
+        start = time.monotonic()
+        with pytest.raises(sc.ScError) as e:
+            sc.safe_open(url)
+        assert time.monotonic() - start < 30
+    text = one_line(e.value)
+    assert text.startswith(f"{url}: timed out") and "request timeout (1 s" in text, text
+
+
+def test_a_password_in_a_location_is_refused_and_never_shown():
+    with pytest.raises(sc.ScError) as e:
+        sc.safe_open("http://me:s3cret@127.0.0.1:9/m.sc")
+    text = one_line(e.value)
+    assert "s3cret" not in text and text.startswith("http://me:***@127.0.0.1:9/m.sc: "), text

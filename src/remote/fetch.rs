@@ -1,11 +1,12 @@
 //! [`RemoteFile`]: a remote object read with range requests, fetching ahead what the reader
 //! plans to read ([`Prefetch`]) over several connections.
 
-use super::{io_error, remote_error, runtime, Counters, Location, RemoteOptions, RemoteStats};
-use crate::error::Result;
+use super::{runtime, Counters, Location, RemoteOptions, RemoteStats, CHANGED};
+use crate::error::{Error, Result};
 use crate::read::{join_adjacent, seek_position, Prefetch};
 use bytes::Bytes;
-use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
+use futures::StreamExt;
+use object_store::{GetOptions, GetRange, ObjectMeta};
 use std::collections::VecDeque;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::ops::Range;
@@ -45,6 +46,8 @@ pub struct RemoteFile {
 /// What the readers of one open location share: the store, and what is fetched ahead.
 pub(crate) struct Shared {
     loc: Location,
+    /// The object as the first answer described it: every later request is conditional on it.
+    version: Arc<ObjectMeta>,
     len: u64,
     connections: usize,
     counters: Arc<Counters>,
@@ -73,7 +76,7 @@ struct Piece {
 }
 
 enum Fetch {
-    Pending(JoinHandle<object_store::Result<Bytes>>),
+    Pending(JoinHandle<Result<Bytes>>),
     Ready(Bytes),
 }
 
@@ -87,45 +90,27 @@ impl Drop for Piece {
 
 impl RemoteFile {
     /// Opens the object at `url`: two requests, for its last and its first 256 KiB (which
-    /// also tell its length). A missing object, or one the store refuses, is
+    /// also tell its length and its version: later requests are conditional on that). A
+    /// missing object, one the store refuses, or an answer of another length than asked, is
     /// [`Error::Remote`](crate::Error::Remote) naming it.
     pub fn open(url: &str, opts: &RemoteOptions) -> Result<RemoteFile> {
         let loc = Location::parse(url, opts)?;
         let counters = super::Counters::new();
         let rt = runtime()?;
-        let (store, path) = (loc.store.clone(), loc.path.clone());
-        let tail_counters = counters.clone();
-        let tail = rt
-            .block_on(async move {
-                tail_counters.request();
-                let got = store
-                    .get_opts(
-                        &path,
-                        GetOptions {
-                            range: Some(GetRange::Suffix(TAIL)),
-                            ..Default::default()
-                        },
-                    )
-                    .await?;
-                let (start, len) = (got.range.start, got.meta.size);
-                let bytes = got.bytes().await?;
-                tail_counters.moved(bytes.len() as u64);
-                Ok::<_, object_store::Error>((start, len, bytes))
-            })
-            .map_err(|e| remote_error(url, e))?;
-        let (tail_start, len, tail_bytes) = tail;
-        let mut kept = vec![(tail_start, tail_bytes)];
-        if tail_start > 0 {
-            counters.request();
-            let head = rt
-                .block_on(loc.store.get_range(&loc.path, 0..HEAD.min(tail_start)))
-                .map_err(|e| remote_error(url, e))?;
-            counters.moved(head.len() as u64);
+        let tail = get(loc.clone(), GetRange::Suffix(TAIL), None, counters.clone());
+        let (tail_range, version, tail_bytes) = rt.block_on(tail)?;
+        let (len, version) = (version.size, Arc::new(version));
+        let mut kept = vec![(tail_range.start, tail_bytes)];
+        if tail_range.start > 0 {
+            let range = GetRange::Bounded(0..HEAD.min(tail_range.start));
+            let head = get(loc.clone(), range, Some(version.clone()), counters.clone());
+            let (_, _, head) = rt.block_on(head)?;
             kept.push((0, head));
         }
         let connections = opts.connections.max(1);
         let shared = Shared {
             loc,
+            version,
             len,
             connections,
             counters,
@@ -177,52 +162,32 @@ impl Shared {
     }
 
     /// Requests `range` on the runtime, when a connection is free.
-    fn spawn(&self, range: Range<u64>) -> io::Result<JoinHandle<object_store::Result<Bytes>>> {
+    fn spawn(&self, range: Range<u64>) -> io::Result<JoinHandle<Result<Bytes>>> {
         let rt = runtime().map_err(io::Error::other)?;
-        let (store, path) = (self.loc.store.clone(), self.loc.path.clone());
+        let (loc, version) = (self.loc.clone(), self.version.clone());
         let (slots, counters) = (self.slots.clone(), self.counters.clone());
         Ok(rt.spawn(async move {
             // The semaphore is never closed.
             let _slot = slots.acquire_owned().await;
-            counters.request();
-            let bytes = store.get_range(&path, range).await?;
-            counters.moved(bytes.len() as u64);
+            let range = GetRange::Bounded(range);
+            let (_, _, bytes) = get(loc, range, Some(version), counters).await?;
             Ok(bytes)
         }))
     }
 
-    /// Waits for `task`, counting the wait, and checks that it brought all of `range`.
-    fn wait(
-        &self,
-        task: &mut JoinHandle<object_store::Result<Bytes>>,
-        range: &Range<u64>,
-    ) -> io::Result<Bytes> {
+    /// Waits for `task`, counting the wait.
+    fn wait(&self, task: &mut JoinHandle<Result<Bytes>>) -> io::Result<Bytes> {
         let rt = runtime().map_err(io::Error::other)?;
         let since = Instant::now();
         let got = rt.block_on(task);
         self.counters.waited(since);
-        let bytes = got
-            .map_err(io::Error::other)?
-            .map_err(|e| io_error(&self.loc.url, e))?;
-        if bytes.len() as u64 != range.end - range.start {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                format!(
-                    "{}: the server sent {} bytes for bytes {}..{}",
-                    self.loc.url,
-                    bytes.len(),
-                    range.start,
-                    range.end
-                ),
-            ));
-        }
-        Ok(bytes)
+        got.map_err(io::Error::other)?.map_err(io::Error::other)
     }
 
     /// Bytes `range`, fetched now.
     fn fetch_now(&self, range: Range<u64>) -> io::Result<Bytes> {
-        let mut task = self.spawn(range.clone())?;
-        self.wait(&mut task, &range)
+        let mut task = self.spawn(range)?;
+        self.wait(&mut task)
     }
 
     /// Requests planned pieces until twice as many as there are connections are held ahead.
@@ -263,8 +228,7 @@ impl Shared {
         self.fill(&mut st)?;
         if let Some(piece) = st.started.front_mut().filter(|p| p.range.start <= pos) {
             if let Fetch::Pending(task) = &mut piece.data {
-                let range = piece.range.clone();
-                match self.wait(task, &range) {
+                match self.wait(task) {
                     Ok(bytes) => piece.data = Fetch::Ready(bytes),
                     Err(e) => {
                         // A finished task is not waited for twice: the plan is dropped.
@@ -332,5 +296,89 @@ impl Seek for RemoteFile {
     fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
         self.pos = seek_position(self.pos, self.shared.len, to)?;
         Ok(self.pos)
+    }
+}
+
+/// Fetches `range` of the object at `loc`, conditional on `version` (the object as its first
+/// answer described it) when given: the body is read no further than the bytes asked for,
+/// and an answer of another length, or from another version of the object, is an error.
+/// Returns the bytes' place in the object, what the answer said of the object, and the bytes.
+async fn get(
+    loc: Location,
+    range: GetRange,
+    version: Option<Arc<ObjectMeta>>,
+    counters: Arc<Counters>,
+) -> Result<(Range<u64>, ObjectMeta, Bytes)> {
+    let v = version.as_deref();
+    // A weak ETag never matches `If-Match`: such an object is held to its date instead.
+    let strong = v
+        .and_then(|v| v.e_tag.clone())
+        .filter(|t| !t.starts_with("W/"));
+    let dated = v
+        .filter(|v| strong.is_none() && v.last_modified.timestamp() != 0)
+        .map(|v| v.last_modified);
+    let options = GetOptions {
+        range: Some(range),
+        if_match: strong,
+        if_unmodified_since: dated,
+        ..Default::default()
+    };
+    counters.request();
+    let got = loc
+        .store
+        .get_opts(&loc.path, options)
+        .await
+        .map_err(|e| loc.error(e))?;
+    if v.is_some_and(|v| !same_version(v, &got.meta)) {
+        return Err(said(&loc, CHANGED.to_string()));
+    }
+    // `object_store` checked the answer's Content-Range against the range asked.
+    let (range, meta) = (got.range.clone(), got.meta.clone());
+    let want = range.end - range.start;
+    let mut body = got.into_stream();
+    let mut chunks = Vec::new();
+    let mut have = 0u64;
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk.map_err(|e| loc.error(e))?;
+        have += chunk.len() as u64;
+        counters.moved(chunk.len() as u64);
+        if have > want {
+            let reason = format!(
+                "the server sent more than the {want} bytes asked for (bytes {}..{}): a server error",
+                range.start, range.end
+            );
+            return Err(said(&loc, reason));
+        }
+        chunks.push(chunk);
+    }
+    if have < want {
+        let reason = format!(
+            "the server sent {have} bytes for bytes {}..{}: a server error",
+            range.start, range.end
+        );
+        return Err(said(&loc, reason));
+    }
+    let bytes = match chunks.len() {
+        1 => chunks.swap_remove(0),
+        _ => chunks.concat().into(),
+    };
+    Ok((range, meta, bytes))
+}
+
+/// Whether `now` describes the object `first` described: the same ETag where both have one,
+/// else the same date; the same length either way.
+fn same_version(first: &ObjectMeta, now: &ObjectMeta) -> bool {
+    let same = match (&first.e_tag, &now.e_tag) {
+        (Some(a), Some(b)) => a == b,
+        _ => first.last_modified == now.last_modified,
+    };
+    same && first.size == now.size
+}
+
+/// The error `reason` at `loc`.
+fn said(loc: &Location, reason: String) -> Error {
+    Error::Remote {
+        location: loc.url.clone(),
+        reason,
     }
 }

@@ -6,7 +6,16 @@
 //! `AWS_SESSION_TOKEN`, `AWS_REGION` or `AWS_DEFAULT_REGION` (`us-east-1` when neither is set),
 //! and for an S3-compatible store `AWS_ENDPOINT_URL` (path-style requests) with
 //! `AWS_ALLOW_HTTP=true` when that endpoint is plain HTTP. Without an access key, requests go
-//! unsigned (public buckets).
+//! unsigned (public buckets). An S3 endpoint's redirect to another host (or port) is refused,
+//! so that no credential header (the signature, `x-amz-security-token`) leaves the endpoint.
+//! A user name or password in a location (`https://user:pass@host/...`) is refused, and never
+//! shown: locations in messages have the password masked ([`shown`]).
+//!
+//! An object is read as it was when opened: every request after the first is conditional on
+//! the first answer's ETag (`If-Match`; `If-Unmodified-Since` where the server gives no ETag),
+//! and each answer's ETag, date and length are compared with the first's, so that an object
+//! replaced while it is read is an error ("changed while it was read"), never a mix of two.
+//! A body is read no further than the bytes asked for.
 //!
 //! `object_store` is asynchronous; the requests run on one runtime of this module's own, and
 //! everything the library shows stays synchronous. Each request is retried with exponential
@@ -22,9 +31,12 @@ pub use upload::Upload;
 use crate::error::{Error, Result};
 use futures::StreamExt;
 use object_store::aws::AmazonS3Builder;
+use object_store::client::{ClientConfigKey, HttpClient, HttpConnector, HttpError, HttpErrorKind};
 use object_store::http::HttpBuilder;
 use object_store::path::Path;
 use object_store::{BackoffConfig, ClientOptions, ObjectStore, RetryConfig};
+use std::borrow::Cow;
+use std::error::Error as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -96,7 +108,8 @@ pub fn list(prefix: &str, opts: &RemoteOptions) -> Result<Vec<(String, u64)>> {
     let loc = Location::parse(prefix, opts)?;
     let Some(bucket) = &loc.bucket else {
         return Err(Error::InvalidArgument(format!(
-            "{prefix}: an http(s) location cannot be listed; name its files one by one"
+            "{}: an http(s) location cannot be listed; name its files one by one",
+            loc.url
         )));
     };
     let store = loc.store.clone();
@@ -110,7 +123,7 @@ pub fn list(prefix: &str, opts: &RemoteOptions) -> Result<Vec<(String, u64)>> {
                 .into_iter()
                 .collect::<std::result::Result<Vec<_>, _>>()
         })
-        .map_err(|e| remote_error(prefix, e))?;
+        .map_err(|e| loc.error(e))?;
     let mut found: Vec<(String, u64)> = listed
         .into_iter()
         .map(|m| (format!("s3://{bucket}/{}", m.location), m.size))
@@ -120,20 +133,32 @@ pub fn list(prefix: &str, opts: &RemoteOptions) -> Result<Vec<(String, u64)>> {
 }
 
 /// A location resolved: the store that holds it, and its path there.
+#[derive(Clone)]
 struct Location {
     store: Arc<dyn ObjectStore>,
     path: Path,
-    /// The location as the caller named it, for messages.
+    /// The location as the caller named it, its password masked ([`shown`]), for messages.
     url: String,
     /// The bucket of an `s3://` location.
     bucket: Option<String>,
+    /// The timeouts its requests run under, for messages.
+    timeout: Duration,
+    retry_timeout: Duration,
 }
 
 impl Location {
     /// Resolves `url`, making the store with `opts`'s timeouts and retries.
     fn parse(url: &str, opts: &RemoteOptions) -> Result<Location> {
-        let bad = |why: &str| Error::InvalidArgument(format!("{url}: {why}"));
+        let bad = |why: &str| Error::Remote {
+            location: shown(url).into_owned(),
+            reason: one_line(why),
+        };
         let parsed = url::Url::parse(url).map_err(|e| bad(&e.to_string()))?;
+        if !parsed.username().is_empty() || parsed.password().is_some() {
+            return Err(bad(
+                "a user name or password in the location is not supported",
+            ));
+        }
         let retry = RetryConfig {
             backoff: BackoffConfig {
                 init_backoff: Duration::from_millis(100),
@@ -145,7 +170,7 @@ impl Location {
         };
         let client = ClientOptions::new()
             .with_timeout(opts.timeout)
-            .with_connect_timeout(opts.timeout.min(Duration::from_secs(10)))
+            .with_connect_timeout(connect_timeout(opts.timeout))
             .with_pool_max_idle_per_host(opts.connections.max(1));
         let path = Path::from_url_path(parsed.path().trim_start_matches('/'))
             .map_err(|e| bad(&e.to_string()))?;
@@ -158,7 +183,7 @@ impl Location {
                     .with_client_options(client.with_allow_http(scheme == "http"))
                     .with_retry(retry)
                     .build()
-                    .map_err(|e| bad(&one_line(&e.to_string())))?;
+                    .map_err(|e| bad(&e.to_string()))?;
                 (Arc::new(store), None)
             }
             "s3" => {
@@ -172,6 +197,7 @@ impl Location {
                 let mut builder = AmazonS3Builder::from_env()
                     .with_bucket_name(&bucket)
                     .with_client_options(client.with_allow_http(allow_http))
+                    .with_http_connector(SameHost(opts.clone()))
                     .with_retry(retry);
                 if env("AWS_REGION").is_none() && env("AWS_DEFAULT_REGION").is_none() {
                     builder = builder.with_region("us-east-1");
@@ -185,7 +211,7 @@ impl Location {
                 let store = builder
                     .with_skip_signature(!keyed)
                     .build()
-                    .map_err(|e| bad(&one_line(&e.to_string())))?;
+                    .map_err(|e| bad(&e.to_string()))?;
                 (Arc::new(store), Some(bucket))
             }
             _ => return Err(bad("not an http://, https:// or s3:// location")),
@@ -193,10 +219,95 @@ impl Location {
         Ok(Location {
             store,
             path,
-            url: url.to_string(),
+            url: shown(url).into_owned(),
             bucket,
+            timeout: opts.timeout,
+            retry_timeout: opts.retry_timeout,
         })
     }
+
+    /// One line saying what went wrong with a request here ([`remote_error`]), a timeout
+    /// naming the timeout it ran past.
+    fn error(&self, e: object_store::Error) -> Error {
+        failure(&self.url, e, Some(self))
+    }
+}
+
+/// `url` as messages show it: a password in it masked (`https://user:***@host/...`).
+pub fn shown(url: &str) -> Cow<'_, str> {
+    let Some(at) = url.find("://").map(|at| at + 3) else {
+        return Cow::Borrowed(url);
+    };
+    let rest = &url[at..];
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    let Some(user_end) = authority.rfind('@') else {
+        return Cow::Borrowed(url);
+    };
+    match authority[..user_end].find(':') {
+        Some(colon) => Cow::Owned(format!(
+            "{}***{}",
+            &url[..at + colon + 1],
+            &url[at + user_end..]
+        )),
+        None => Cow::Borrowed(url),
+    }
+}
+
+/// Makes the HTTP client of an S3 store: `object_store`'s settings as [`Location::parse`]
+/// gives them (timeouts, pool, plain HTTP only where allowed, no decompression), and
+/// redirects followed only within the endpoint's scheme, host and port, since the headers
+/// that sign a request (`x-amz-security-token` among them) would go along.
+#[derive(Debug)]
+struct SameHost(RemoteOptions);
+
+/// Redirects an S3 request follows at most (within its endpoint).
+const MAX_REDIRECTS: usize = 10;
+
+impl HttpConnector for SameHost {
+    fn connect(&self, options: &ClientOptions) -> object_store::Result<HttpClient> {
+        let allow_http = options
+            .get_config_value(&ClientConfigKey::AllowHttp)
+            .is_some_and(|v| v == "true");
+        let same_origin = reqwest::redirect::Policy::custom(|attempt| {
+            let origin = |u: &url::Url| {
+                (
+                    u.scheme().to_string(),
+                    u.host_str().map(str::to_string),
+                    u.port_or_known_default(),
+                )
+            };
+            let first = attempt.previous().first().map(origin);
+            if first.is_some_and(|f| f != origin(attempt.url())) {
+                attempt.error("the S3 endpoint redirected to another host, which is refused: the request's credentials would go along")
+            } else if attempt.previous().len() > MAX_REDIRECTS {
+                attempt.error("too many redirects")
+            } else {
+                attempt.follow()
+            }
+        });
+        let client = reqwest::Client::builder()
+            .user_agent(concat!("sc/", env!("CARGO_PKG_VERSION")))
+            .timeout(self.0.timeout)
+            .connect_timeout(connect_timeout(self.0.timeout))
+            .pool_max_idle_per_host(self.0.connections.max(1))
+            .no_gzip()
+            .no_brotli()
+            .no_zstd()
+            .no_deflate()
+            .https_only(!allow_http)
+            .redirect(same_origin)
+            .build()
+            .map_err(|e| object_store::Error::Generic {
+                store: "S3",
+                source: Box::new(e),
+            })?;
+        Ok(HttpClient::new(client))
+    }
+}
+
+/// The longest a connection may take to open, for requests that may take `timeout`.
+fn connect_timeout(timeout: Duration) -> Duration {
+    timeout.min(Duration::from_secs(10))
 }
 
 /// The runtime every request runs on, started on first use.
@@ -264,16 +375,76 @@ impl Counters {
 /// One line saying what went wrong at `url`: a missing object and a refused one in the terms
 /// of HTTP, anything else as the client says it.
 fn remote_error(url: &str, e: object_store::Error) -> Error {
+    failure(url, e, None)
+}
+
+/// [`remote_error`], a timeout naming the timeouts of `loc` when given.
+fn failure(url: &str, e: object_store::Error, loc: Option<&Location>) -> Error {
     let reason = match &e {
         object_store::Error::NotFound { .. } => "not found (404)".to_string(),
         object_store::Error::PermissionDenied { .. }
         | object_store::Error::Unauthenticated { .. } => "access denied (403)".to_string(),
-        _ => one_line(&e.to_string()),
+        object_store::Error::Precondition { .. } => CHANGED.to_string(),
+        _ => cause(&e, loc).unwrap_or_else(|| one_line(&e.to_string())),
     };
     Error::Remote {
         location: url.to_string(),
         reason,
     }
+}
+
+/// What an object replaced while it is read is said to be.
+const CHANGED: &str = "the object changed while it was read (its ETag, date or length is not \
+                       the one it had when opened)";
+
+/// The cause under a failed request, where the client's own words ("error sending request")
+/// would hide it: a timeout (and which), or the operating system's error (connection refused).
+fn cause(e: &(dyn std::error::Error + 'static), loc: Option<&Location>) -> Option<String> {
+    let mut timed_out = false;
+    let mut connecting = false;
+    let mut os = None;
+    let mut next = Some(e);
+    while let Some(err) = next {
+        if let Some(h) = err.downcast_ref::<HttpError>() {
+            timed_out |= h.kind() == HttpErrorKind::Timeout;
+            connecting |= h.kind() == HttpErrorKind::Connect;
+        }
+        if let Some(r) = err.downcast_ref::<reqwest::Error>() {
+            timed_out |= r.is_timeout();
+            connecting |= r.is_connect();
+            // A redirect refused says why itself (`SameHost`).
+            if let Some(why) = r.source().filter(|_| r.is_redirect()) {
+                return Some(one_line(&why.to_string()));
+            }
+        }
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            timed_out |= io.kind() == std::io::ErrorKind::TimedOut;
+            os = Some(io.to_string());
+        }
+        next = err.source();
+    }
+    if timed_out {
+        let which = match (connecting, loc) {
+            (true, Some(l)) => format!(
+                "the connect timeout ({} s)",
+                connect_timeout(l.timeout).as_secs_f64()
+            ),
+            (true, None) => "the connect timeout".to_string(),
+            (false, Some(l)) => format!(
+                "the request timeout ({} s; retried within {} s)",
+                l.timeout.as_secs_f64(),
+                l.retry_timeout.as_secs_f64()
+            ),
+            (false, None) => "the request timeout".to_string(),
+        };
+        return Some(format!("timed out: no complete answer within {which}"));
+    }
+    let os = os?;
+    let os = os.split(" (os error").next().unwrap_or(&os).to_lowercase();
+    Some(match connecting {
+        true => format!("cannot connect: {os}"),
+        false => one_line(&os),
+    })
 }
 
 /// [`remote_error`] as an I/O error, for the readers and writers, keeping its kind.

@@ -1,7 +1,8 @@
 //! Real servers on 127.0.0.1 for the tests of remote archives, started and stopped by the
 //! tests: nginx serving a folder (with an access log to count requests), SeaweedFS's S3
-//! gateway (`weed mini`) with a bucket, and a proxy of our own in front of a server that
-//! answers 500, flips a byte or drops the connection where it is told to.
+//! gateway (`weed mini`) with a bucket, a proxy of our own in front of a server that
+//! answers 500, flips a byte or drops the connection where it is told to, and a rogue server
+//! of our own ([`Rogue`]: silent, bodies longer or shorter than asked, redirects, a header log).
 //!
 //! Where a server's program is missing the test prints a note and passes, unless
 //! `SC_REQUIRE_SERVERS=1` (CI), where it fails. `SC_NGINX` and `SC_WEED` name the programs;
@@ -354,4 +355,163 @@ fn serve(
     }
     client.write_all(answer.as_bytes())?;
     client.write_all(&body)
+}
+
+/// A safetensors file of four U8 tensors (`layer0.weight` to `layer3.weight`) of `bytes`
+/// random bytes each: its archive stores every block as it is, so that the archives of two
+/// seeds have one layout and length.
+pub fn random_checkpoint(seed: u64, bytes: usize) -> Vec<u8> {
+    let mut rng = crate::common::Rng(seed);
+    let tensors: Vec<(String, Vec<u8>)> = (0..4)
+        .map(|k| (format!("layer{k}.weight"), rng.bytes(bytes)))
+        .collect();
+    let tensors: Vec<(&str, &str, Vec<u64>, Vec<u8>)> = tensors
+        .iter()
+        .map(|(name, b)| (name.as_str(), "U8", vec![b.len() as u64], b.clone()))
+        .collect();
+    crate::common::safetensors(&tensors, 0, "{}")
+}
+
+/// Replaces the file `path` with `bytes` (by a rename), dated a minute after the file it
+/// replaces: nginx's ETag is made of a file's length and date, in seconds.
+pub fn replace_later(path: &Path, bytes: &[u8]) {
+    let was = std::fs::metadata(path).unwrap().modified().unwrap();
+    let tmp = path.with_extension("new");
+    std::fs::write(&tmp, bytes).unwrap();
+    let f = std::fs::File::options().write(true).open(&tmp).unwrap();
+    f.set_modified(was + Duration::from_secs(60)).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
+/// What a [`Rogue`] server does with each request.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Misdeed {
+    /// Accepts the connection, reads the request and says nothing until the test ends.
+    Silent,
+    /// Answers a range of an object of [`ROGUE_LEN`] bytes with a body of 64 MiB.
+    LongBody,
+    /// Answers a range of an object of [`ROGUE_LEN`] bytes with half the body asked for,
+    /// its Content-Length saying so.
+    ShortBody,
+    /// Answers a range with its headers, then drips its body a byte every 100 ms.
+    Drip,
+    /// Answers 302, sending the client to the same path on 127.0.0.1 at this port.
+    Redirect(u16),
+    /// Answers 404 (after its headers are logged).
+    NotFound,
+}
+
+/// The length of the object a [`Rogue`] server says it serves.
+pub const ROGUE_LEN: u64 = 1 << 20;
+
+/// A server of the tests' own on 127.0.0.1 that misbehaves as told, logging each request's
+/// head; it serves at most 64 connections, each for at most 60 seconds, on a thread of its own.
+pub struct Rogue {
+    pub port: u16,
+    /// The heads of the requests received, lower-cased.
+    pub heads: Arc<Mutex<Vec<String>>>,
+}
+
+impl Rogue {
+    pub fn start(misdeed: Misdeed) -> Rogue {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let heads = Arc::new(Mutex::new(Vec::new()));
+        let log = heads.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming().take(64).flatten() {
+                let log = log.clone();
+                std::thread::spawn(move || {
+                    let _ = misbehave(conn, misdeed, &log);
+                });
+            }
+        });
+        Rogue { port, heads }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}/{path}", self.port)
+    }
+
+    /// The heads of the requests received so far.
+    pub fn heads(&self) -> Vec<String> {
+        self.heads.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// The byte range a request's `Range` header asks of an object of `len` bytes.
+fn asked(head: &str, len: u64) -> Option<std::ops::Range<u64>> {
+    let spec = head
+        .lines()
+        .find_map(|l| l.strip_prefix("range: bytes="))?
+        .trim();
+    let (a, b) = spec.split_once('-')?;
+    match a.is_empty() {
+        true => Some(len.saturating_sub(b.parse().ok()?)..len),
+        false => Some(a.parse().ok()?..(b.parse::<u64>().ok()? + 1).min(len)),
+    }
+}
+
+/// Answers the requests of one connection as `misdeed` says, for at most 60 seconds.
+fn misbehave(
+    mut conn: TcpStream,
+    misdeed: Misdeed,
+    log: &Mutex<Vec<String>>,
+) -> std::io::Result<()> {
+    let until = Instant::now() + Duration::from_secs(60);
+    conn.set_read_timeout(Some(Duration::from_secs(60)))?;
+    conn.set_write_timeout(Some(Duration::from_secs(60)))?;
+    while Instant::now() < until {
+        let head = String::from_utf8_lossy(&read_head(&mut conn)?).to_lowercase();
+        log.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(head.clone());
+        let path = head.split(' ').nth(1).unwrap_or("/").to_string();
+        let range = asked(&head, ROGUE_LEN).unwrap_or(0..ROGUE_LEN);
+        let partial = |body: u64| {
+            format!(
+                "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {}-{}/{ROGUE_LEN}\r\n\
+                 Content-Length: {body}\r\nETag: \"rogue\"\r\n\r\n",
+                range.start,
+                range.end - 1
+            )
+        };
+        match misdeed {
+            Misdeed::Silent => {
+                std::thread::sleep(until.saturating_duration_since(Instant::now()));
+                return Ok(());
+            }
+            Misdeed::LongBody => {
+                let body = 64u64 << 20;
+                conn.write_all(partial(body).as_bytes())?;
+                let chunk = vec![0u8; 1 << 20];
+                for _ in 0..64 {
+                    conn.write_all(&chunk)?;
+                }
+            }
+            Misdeed::Drip => {
+                conn.write_all(partial(range.end - range.start).as_bytes())?;
+                while Instant::now() < until {
+                    conn.write_all(&[0])?;
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            }
+            Misdeed::ShortBody => {
+                let body = (range.end - range.start) / 2;
+                conn.write_all(partial(body).as_bytes())?;
+                conn.write_all(&vec![0u8; body as usize])?;
+            }
+            Misdeed::Redirect(port) => {
+                let answer = format!(
+                    "HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:{port}{path}\r\n\
+                     Content-Length: 0\r\n\r\n"
+                );
+                conn.write_all(answer.as_bytes())?;
+            }
+            Misdeed::NotFound => {
+                conn.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")?;
+            }
+        }
+    }
+    Ok(())
 }

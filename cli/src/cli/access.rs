@@ -71,7 +71,7 @@ fn open(path: &Path, base: Option<sc::Base>) -> Result<Opened> {
     }
     let opened = match super::url_of(path) {
         Some(url) => {
-            let opts = sc::remote::RemoteOptions::default();
+            let opts = super::remote_options();
             match base {
                 Some(base) => Archive::open_url_with_base(url, base, &opts),
                 None => Archive::open_url(url, &opts),
@@ -206,7 +206,7 @@ fn list_prefix(prefix: &str, json: bool) -> Result<()> {
     if json {
         bail!("{prefix} is a prefix: --json describes one archive (without --json, one table per archive)");
     }
-    let listed = sc::remote::list(prefix, &sc::remote::RemoteOptions::default())?;
+    let listed = sc::remote::list(prefix, &super::remote_options())?;
     let archives: Vec<PathBuf> = (listed.into_iter())
         .filter(|(url, _)| url.ends_with(".sc"))
         .map(|(url, _)| PathBuf::from(url))
@@ -216,7 +216,8 @@ fn list_prefix(prefix: &str, json: bool) -> Result<()> {
     }
     for (k, url) in archives.iter().enumerate() {
         let gap = if k == 0 { "" } else { "\n" };
-        super::print_stdout(&format!("{gap}{}:\n", url.display()))?;
+        let shown = super::shown_url(&url.to_string_lossy());
+        super::print_stdout(&format!("{gap}{shown}:\n"))?;
         list(&ListArgs {
             input: url.clone(),
             json: false,
@@ -446,7 +447,7 @@ fn extract_from<R: Reader>(a: &ExtractArgs, mut archive: Archive<R>) -> Result<A
         };
         Ok(written)
     })
-    .with_context(|| format!("extracting from {}", a.input.display()))?;
+    .map_err(|e| super::about(e, || format!("extracting from {}", super::name(&a.input))))?;
     let s = archive.stats();
     if a.common.talk.verbose() {
         note(format_args!(

@@ -35,7 +35,7 @@ pub(super) fn info(a: &InfoArgs) -> Result<()> {
     }
     let info = match super::url_of(&a.input) {
         // From the header and index alone: two requests.
-        Some(url) => sc::inspect_url(url, &sc::remote::RemoteOptions::default()).map(|(i, _)| i)?,
+        Some(url) => sc::inspect_url(url, &super::remote_options()).map(|(i, _)| i)?,
         None => {
             let mut f = File::open(&a.input)
                 .with_context(|| format!("cannot open {}", a.input.display()))?;

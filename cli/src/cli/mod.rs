@@ -32,7 +32,7 @@ use std::fmt::Write as _;
 use std::fs::{File, Metadata};
 use std::io::{self, BufReader, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Lossless compression for LLM weight files (safetensors).
 #[derive(Parser, Debug)]
@@ -50,6 +50,8 @@ use std::time::Instant;
 pub struct Cli {
     #[command(flatten)]
     talk: Talk,
+    #[command(flatten)]
+    remote: RemoteArgs,
     #[command(subcommand)]
     command: Command,
 }
@@ -70,6 +72,72 @@ impl Talk {
     fn verbose(self) -> bool {
         self.verbose > 0 && !self.quiet
     }
+}
+
+/// How `http://`, `https://` and `s3://` locations are read and written, given anywhere on
+/// the command line.
+#[derive(Args, Clone, Copy, Debug, Default)]
+#[command(next_help_heading = "Remote locations")]
+struct RemoteArgs {
+    /// Range requests (or upload parts) in flight at once [default: 4]
+    #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    connections: Option<u16>,
+    /// Seconds one request may take, connecting and transferring [default: 60]
+    #[arg(long, global = true, value_name = "SECS", value_parser = parse_seconds)]
+    timeout: Option<Duration>,
+    /// Times a request is retried after a server error, a dropped connection or a timeout
+    /// [default: 10]
+    #[arg(long, global = true, value_name = "N")]
+    retries: Option<usize>,
+    /// Seconds after a request's first try past which it is no longer retried [default: 180]
+    #[arg(long, global = true, value_name = "SECS", value_parser = parse_seconds)]
+    retry_timeout: Option<Duration>,
+}
+
+impl RemoteArgs {
+    fn options(self) -> sc::remote::RemoteOptions {
+        let mut o = sc::remote::RemoteOptions::default();
+        o.connections = self.connections.map_or(o.connections, usize::from);
+        o.timeout = self.timeout.unwrap_or(o.timeout);
+        o.retries = self.retries.unwrap_or(o.retries);
+        o.retry_timeout = self.retry_timeout.unwrap_or(o.retry_timeout);
+        o
+    }
+}
+
+/// A positive number of seconds (fractions allowed).
+fn parse_seconds(s: &str) -> std::result::Result<Duration, String> {
+    s.parse::<f64>()
+        .ok()
+        .and_then(|x| Duration::try_from_secs_f64(x).ok())
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| format!("{s:?} is not a positive number of seconds"))
+}
+
+/// The remote options of the command line being run.
+static REMOTE: std::sync::Mutex<Option<sc::remote::RemoteOptions>> = std::sync::Mutex::new(None);
+
+/// How the command line being run reads and writes remote locations (its flags).
+pub(crate) fn remote_options() -> sc::remote::RemoteOptions {
+    let o = REMOTE.lock().unwrap_or_else(|e| e.into_inner());
+    o.clone().unwrap_or_default()
+}
+
+/// `e`, said to be about `what` (a phrase naming the input) unless it names its remote
+/// location itself.
+pub(crate) fn about(e: anyhow::Error, what: impl FnOnce() -> String) -> anyhow::Error {
+    let remote = e
+        .downcast_ref::<sc::Error>()
+        .is_some_and(|e| matches!(e, sc::Error::Remote { .. }));
+    match remote {
+        true => e,
+        false => e.context(what()),
+    }
+}
+
+/// The location `url` as lines show it: its password masked, control characters escaped.
+pub(crate) fn shown_url(url: &str) -> String {
+    text::printable(&sc::remote::shown(url)).into_owned()
 }
 
 #[derive(Subcommand, Debug)]
@@ -381,6 +449,7 @@ pub fn run(cli: Cli) -> Result<()> {
 /// Runs the parsed command line inside another program, whose process-wide settings (signal
 /// handlers) stay as they are.
 pub fn run_hosted(cli: Cli) -> Result<()> {
+    *REMOTE.lock().unwrap_or_else(|e| e.into_inner()) = Some(cli.remote.options());
     match cli.command {
         Command::Encode(a) => with_threads(&a.common, || encode(&a)),
         Command::Decode(a) => with_threads(&a.common, || decode(&a)),
@@ -477,7 +546,8 @@ pub(crate) fn url_of(path: &Path) -> Option<&str> {
 pub(crate) fn remote_line(url: &str, s: &sc::remote::RemoteStats) -> String {
     let wait = s.network_wait.as_secs_f64();
     format!(
-        "{url}: {} requests, {} bytes fetched; {wait:.3} s waiting on the network, {:.3} s decoding",
+        "{}: {} requests, {} bytes fetched; {wait:.3} s waiting on the network, {:.3} s decoding",
+        shown_url(url),
         s.requests,
         s.bytes_fetched,
         (s.elapsed.as_secs_f64() - wait).max(0.0)
@@ -530,8 +600,7 @@ impl ArchiveInput {
             ArchiveInput::File(f, _) => sc::decode_file(&f, out, &opts),
             ArchiveInput::Stream(r) => sc::decode(r, out, &opts),
             ArchiveInput::Remote(url) => {
-                let remote = sc::remote::RemoteOptions::default();
-                sc::decode_url(&url, out, &opts, &remote).map(|(report, stats)| {
+                sc::decode_url(&url, out, &opts, &remote_options()).map(|(report, stats)| {
                     if process::verbose() {
                         note(format_args!("{}", remote_line(&url, &stats)));
                     }
@@ -592,6 +661,8 @@ fn progress_bar(total: Option<u64>, quiet: bool) -> ProgressBar {
 fn name(p: &Path) -> String {
     if is_stdio(p) {
         "stdin".into()
+    } else if let Some(url) = url_of(p) {
+        shown_url(url)
     } else {
         p.display().to_string()
     }
@@ -870,7 +941,7 @@ fn decode_prefix(a: &DecodeArgs, prefix: &str) -> Result<()> {
     let Some(dir) = a.out.output.as_deref().filter(|o| !is_stdio(o)) else {
         bail!("decoding the remote folder {prefix} needs -o DIR");
     };
-    let listed = sc::remote::list(prefix, &sc::remote::RemoteOptions::default())?;
+    let listed = sc::remote::list(prefix, &remote_options())?;
     if !listed.iter().any(|(url, _)| url.ends_with(".sc")) {
         bail!("{prefix}: no .sc archive under it");
     }
@@ -925,7 +996,7 @@ fn decode_prefix(a: &DecodeArgs, prefix: &str) -> Result<()> {
 
 /// Copies the object at `url` to the file `dest` as it is.
 fn copy_remote(url: &str, dest: &Path, force: bool) -> Result<()> {
-    let mut file = sc::remote::RemoteFile::open(url, &sc::remote::RemoteOptions::default())?;
+    let mut file = sc::remote::RemoteFile::open(url, &remote_options())?;
     let whole = 0..file.len();
     file.will_read(std::slice::from_ref(&whole));
     let settings = Settings {
@@ -934,7 +1005,11 @@ fn copy_remote(url: &str, dest: &Path, force: bool) -> Result<()> {
         ..Default::default()
     };
     write_with(Some(dest), &settings, |w| {
-        io::copy(&mut file, w).with_context(|| format!("copying {url}"))
+        io::copy(&mut file, w).map_err(|e| {
+            about(sc::Error::from(e).into(), || {
+                format!("copying {}", shown_url(url))
+            })
+        })
     })?;
     Ok(())
 }
@@ -974,7 +1049,7 @@ fn decode_one(
     let (report, written) = write_with(dest, &settings, |out| {
         archive
             .decode(out, a.md5 || a.rm, memory, base, progress)
-            .with_context(|| format!("decoding {}", name(input)))
+            .map_err(|e| about(e, || format!("decoding {}", name(input))))
     })?;
     if a.rm {
         let (dest, id, meta) = remove::written(input, dest, written, meta.as_ref())?;
@@ -1044,7 +1119,10 @@ fn verify_one(
     common: &Common,
 ) -> Result<()> {
     let (report, orig_md5) = rayon::join(
-        || check_archive(input, base, common).with_context(|| format!("verifying {}", name(input))),
+        || {
+            check_archive(input, base, common)
+                .map_err(|e| about(e, || format!("verifying {}", name(input))))
+        },
         || original.map(md5_of_file).transpose(),
     );
     let report = report?;

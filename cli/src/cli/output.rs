@@ -74,7 +74,7 @@ impl Output {
             )));
         };
         if let Some(url) = dest.to_str().filter(|d| sc::remote::is_url(d)) {
-            let opts = sc::remote::RemoteOptions::default();
+            let opts = super::remote_options();
             if !s.force && sc::remote::Upload::exists(url, &opts)? {
                 bail!("{url} already exists (use -f to overwrite)");
             }
