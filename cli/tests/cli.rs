@@ -352,6 +352,36 @@ fn decode_needs_sc_suffix_or_output_name() {
     assert_same(&read(d.join("restored")), &sample(), "decode -o");
 }
 
+/// A file that is not an archive is told so whatever its name, before `decode` asks for a
+/// name for its output; alone or among several inputs.
+#[test]
+fn decode_says_not_an_archive_before_asking_for_a_name() {
+    let (dir, _) = workdir();
+    let d = dir.path();
+    std::fs::write(d.join("notes"), b"hi\n").unwrap();
+    let before = listing(d);
+    for input in ["model.safetensors", "notes"] {
+        let said = sc(d, &["decode", input]).fails().stderr.clone();
+        assert!(
+            said.contains("not an sc archive") && !said.contains("suffix"),
+            "{said}"
+        );
+        // The same words as with -o.
+        let named = sc(d, &["decode", input, "-o", "out"])
+            .fails()
+            .stderr
+            .clone();
+        assert_eq!(said, named);
+    }
+    let several = sc(d, &["decode", "model.safetensors", "notes"]);
+    assert_eq!(several.code, Some(1), "{}", several.stderr);
+    several
+        .no_panic()
+        .stderr_has("decoding model.safetensors: not an sc archive")
+        .stderr_has("decoding notes: not an sc archive");
+    assert_eq!(listing(d), before);
+}
+
 #[test]
 fn verify_checks_archive_and_original() {
     let (dir, _) = workdir();
