@@ -382,6 +382,36 @@ fn decode_says_not_an_archive_before_asking_for_a_name() {
     assert_eq!(listing(d), before);
 }
 
+/// A FIFO without the `.sc` suffix is not read to see whether it is an archive: with no writer
+/// that would block, and what was read would be lost.
+#[test]
+fn decode_does_not_read_a_fifo_to_name_its_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let made = Command::new("mkfifo").arg(d.join("pipe")).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sc"))
+        .args(["decode", "pipe"])
+        .current_dir(d)
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() && start.elapsed().as_secs() < 20 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let done = child.try_wait().unwrap().is_some();
+    if !done {
+        let _ = child.kill();
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(done, "sc decode of a FIFO blocked");
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("no .sc suffix"), "{err}");
+}
+
 #[test]
 fn verify_checks_archive_and_original() {
     let (dir, _) = workdir();

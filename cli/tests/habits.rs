@@ -467,14 +467,20 @@ fn levels_are_numbers() {
     assert!(help.contains("-19 mean -9"), "{help}");
 }
 
+/// A new folder holding the tiny sample as `t.safetensors` and its archive `t.safetensors.sc`.
+fn tiny_encoded() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    fs::copy(TINY, tmp.path().join("t.safetensors")).unwrap();
+    ok(sc(tmp.path(), &["encode", "-q", "t.safetensors"], None));
+    tmp
+}
+
 /// A mode or level given to a command other than encode is a usage error that says the flag
 /// is encode's, not clap's tip to pass it as a value.
 #[test]
 fn modes_and_levels_belong_to_encode() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = tiny_encoded();
     let d = tmp.path();
-    fs::copy(TINY, d.join("t.safetensors")).unwrap();
-    ok(sc(d, &["encode", "-q", "t.safetensors"], None));
     for (args, flag) in [
         (&["decode", "--best", "t.safetensors.sc"][..], "--best"),
         (&["-d", "-9", "t.safetensors.sc"], "-9"),
@@ -984,10 +990,8 @@ fn progress_counts_in_the_summary_units() {
 
 #[test]
 fn binary_output_is_refused_on_a_terminal_unless_forced() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = tiny_encoded();
     let d = tmp.path();
-    fs::copy(TINY, d.join("t.safetensors")).unwrap();
-    ok(sc(d, &["encode", "-q", "t.safetensors"], None));
     for args in [
         &["decode", "-c", "t.safetensors.sc"][..],
         &["-dc", "t.safetensors.sc"],

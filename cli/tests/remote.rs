@@ -22,6 +22,18 @@ fn checkpoint(seed: u64, n: usize) -> Vec<u8> {
     safetensors(&tensors, 0, "{}")
 }
 
+/// A new folder holding `original` encoded as `m.safetensors.sc`, for a server to serve.
+fn served_archive(original: &[u8]) -> tempfile::TempDir {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("m.safetensors"), original).unwrap();
+    ok(common::sc(
+        root.path(),
+        &["encode", "--rm", "m.safetensors"],
+        None,
+    ));
+    root
+}
+
 /// Runs `sc args...` in `dir` with `env` set.
 fn sc_env(dir: &Path, args: &[&str], env: &[(&str, String)]) -> Output {
     let out = Command::new(env!("CARGO_BIN_EXE_sc"))
@@ -39,14 +51,7 @@ fn commands_read_an_archive_over_http() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let original = checkpoint(3, 1500);
-    std::fs::write(d.join("m.safetensors"), &original).unwrap();
-    ok(common::sc(d, &["encode", "--rm", "m.safetensors"], None));
-    let root = tempfile::tempdir().unwrap();
-    std::fs::rename(
-        d.join("m.safetensors.sc"),
-        root.path().join("m.safetensors.sc"),
-    )
-    .unwrap();
+    let root = served_archive(&original);
     let Some(nginx) = servers::nginx(root.path(), "") else {
         return;
     };
@@ -172,7 +177,6 @@ fn outputs_named_after_a_remote_archive_are_local() {
     let d = dir.path();
     let original = checkpoint(5, 300);
     std::fs::write(d.join("m.safetensors"), &original).unwrap();
-    ok(common::sc(d, &["encode", "m.safetensors"], None));
     let (_, range) = tensor_ranges(&original).remove(1);
     let extracted = |d: &Path| {
         let path = d.join("m.extract.safetensors");
@@ -181,12 +185,7 @@ fn outputs_named_after_a_remote_archive_are_local() {
         std::fs::remove_file(path).unwrap();
     };
 
-    let root = tempfile::tempdir().unwrap();
-    std::fs::copy(
-        d.join("m.safetensors.sc"),
-        root.path().join("m.safetensors.sc"),
-    )
-    .unwrap();
+    let root = served_archive(&original);
     let Some(nginx) = servers::nginx(root.path(), "") else {
         return;
     };

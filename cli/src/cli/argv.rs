@@ -154,6 +154,7 @@ pub fn rewrite(args: Vec<OsString>, cmd: &Command) -> Result<Vec<OsString>, Refu
 fn encode_only<'a>(tokens: impl Iterator<Item = &'a OsString>, sub: &Command) -> Option<String> {
     let valued = Valued::of(Some(sub));
     let own = |long: &str| sub.get_arguments().any(|a| a.get_long() == Some(long));
+    let own_m = sub.get_arguments().any(|a| a.get_short() == Some('m'));
     let mut tokens = tokens.filter_map(|t| t.to_str());
     while let Some(t) = tokens.next() {
         if t == "--" {
@@ -162,7 +163,7 @@ fn encode_only<'a>(tokens: impl Iterator<Item = &'a OsString>, sub: &Command) ->
         let long = t
             .strip_prefix("--")
             .map(|l| l.split_once('=').map_or(l, |(n, _)| n));
-        let mode = matches!(t, "-m") || matches!(long, Some("mode" | "level"));
+        let mode = (t == "-m" && !own_m) || matches!(long, Some("mode" | "level"));
         if (is_level(t) || mode) && !long.is_some_and(own) {
             return Some(t.to_string());
         }

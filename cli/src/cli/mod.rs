@@ -601,11 +601,13 @@ pub(crate) fn decoded_name(named: &Path, input: &Path, hint: &str) -> Result<Pat
     )
 }
 
-/// Whether `path` may be an archive by its first bytes: false only for a local file that can
+/// Whether `path` may be an archive by its first bytes: false only for a regular file that can
 /// be read and does not start as sc's magic does (a shorter file that does is a truncated
-/// archive; one that cannot be read fails later, saying why).
+/// archive; one that cannot be read fails later, saying why). A FIFO or device is not read
+/// here: what this took from it would be lost.
 fn starts_as_archive(path: &Path) -> bool {
-    if url_of(path).is_some() || is_stdio(path) {
+    let regular = std::fs::metadata(path).is_ok_and(|m| m.is_file());
+    if url_of(path).is_some() || is_stdio(path) || !regular {
         return true;
     }
     let mut start = Vec::with_capacity(sc::MAGIC.len());
