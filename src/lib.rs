@@ -1,18 +1,20 @@
 //! `sc`: lossless compression for LLM weight files.
 //!
-//! `sc` compresses model weight files (`.safetensors`, mostly BF16) byte for byte into a `.sc`
-//! archive, smaller than general-purpose compressors make them because it knows their
-//! structure: the tensor data is cut into blocks (1 MiB by default), each block is split into
-//! byte planes by dtype (the predictable exponent of a float apart from its near-random sign
-//! and mantissa bits), and each plane is entropy-coded by sc's own coders. Two modes:
+//! `sc` compresses model weight files (`.safetensors`, mostly BF16, and llama.cpp's `.gguf`,
+//! mostly quantized) byte for byte into a `.sc` archive, smaller than general-purpose
+//! compressors make them because it knows their structure: the tensor data is cut into blocks
+//! (1 MiB by default), each block is split into byte planes by dtype (the predictable exponent
+//! of a float apart from its near-random sign and mantissa bits; each field of a ggml
+//! quantization block apart from the others), and each plane is entropy-coded by sc's own
+//! coders. Two modes:
 //!
 //! - [`Mode::Fast`]: Huffman coding of the exponent and top mantissa bits, the rest stored raw;
 //!   decodes faster than most files can be copied.
 //! - [`Mode::Best`]: a range coder with adaptive models; the smallest archives.
 //!
-//! The archive keeps the original safetensors header verbatim, checksums every block (XXH3-64)
-//! and can record the MD5 of the whole file; its index gives random access to any tensor
-//! ([`Archive`]). Any other file round-trips as well, as plain bytes. Blocks are coded in
+//! The archive keeps the original safetensors or GGUF header verbatim, checksums every block
+//! (XXH3-64) and can record the MD5 of the whole file; its index gives random access to any
+//! tensor ([`Archive`]). Any other file round-trips as well, as plain bytes. Blocks are coded in
 //! parallel on the current rayon pool, or on a pool of [`EncodeOptions::threads`], and memory
 //! stays bounded whatever the file's size: the blocks in flight fit a budget
 //! ([`EncodeOptions::memory`], [`DEFAULT_MEMORY`], 256 MiB) whatever the thread
@@ -134,6 +136,7 @@ pub mod hook;
 mod inspect;
 #[cfg(feature = "lab")]
 pub mod lab;
+mod names;
 pub mod output;
 #[cfg(feature = "remote")]
 pub mod remote;
@@ -170,6 +173,7 @@ pub use choice::SignModels;
 pub use container::{Kind, Mode};
 pub use error::{Error, HeaderError, Result, TensorProblem};
 pub use inspect::{inspect, ArchiveInfo, CodecUse, Reference, TransformUse};
+pub use names::closest_names;
 pub use pipeline::decode::{decode, DecodeOptions, DecodeReport};
 pub use pipeline::encode::{encode, encode_file, encode_to_vec, EncodeOptions, EncodeReport};
 pub use pipeline::{

@@ -352,6 +352,66 @@ fn decode_needs_sc_suffix_or_output_name() {
     assert_same(&read(d.join("restored")), &sample(), "decode -o");
 }
 
+/// A file that is not an archive is told so whatever its name, before `decode` asks for a
+/// name for its output; alone or among several inputs.
+#[test]
+fn decode_says_not_an_archive_before_asking_for_a_name() {
+    let (dir, _) = workdir();
+    let d = dir.path();
+    std::fs::write(d.join("notes"), b"hi\n").unwrap();
+    let before = listing(d);
+    for input in ["model.safetensors", "notes"] {
+        let said = sc(d, &["decode", input]).fails().stderr.clone();
+        assert!(
+            said.contains("not an sc archive") && !said.contains("suffix"),
+            "{said}"
+        );
+        // The same words as with -o.
+        let named = sc(d, &["decode", input, "-o", "out"])
+            .fails()
+            .stderr
+            .clone();
+        assert_eq!(said, named);
+    }
+    let several = sc(d, &["decode", "model.safetensors", "notes"]);
+    assert_eq!(several.code, Some(1), "{}", several.stderr);
+    several
+        .no_panic()
+        .stderr_has("decoding model.safetensors: not an sc archive")
+        .stderr_has("decoding notes: not an sc archive");
+    assert_eq!(listing(d), before);
+}
+
+/// A FIFO without the `.sc` suffix is not read to see whether it is an archive: with no writer
+/// that would block, and what was read would be lost.
+#[test]
+fn decode_does_not_read_a_fifo_to_name_its_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let made = Command::new("mkfifo").arg(d.join("pipe")).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sc"))
+        .args(["decode", "pipe"])
+        .current_dir(d)
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() && start.elapsed().as_secs() < 20 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let done = child.try_wait().unwrap().is_some();
+    if !done {
+        let _ = child.kill();
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(done, "sc decode of a FIFO blocked");
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("no .sc suffix"), "{err}");
+}
+
 #[test]
 fn verify_checks_archive_and_original() {
     let (dir, _) = workdir();

@@ -369,6 +369,80 @@ fn help_formats_matches_the_planner() {
     assert_eq!(run.status.code(), Some(2));
 }
 
+/// GGUF is documented where safetensors is: `sc help formats` names every ggml type that has a
+/// transform of its own and the transform `sc info` shows for it; `sc --help`, the man page and
+/// the packages' descriptions name both formats.
+#[test]
+fn gguf_is_documented_beside_safetensors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let formats = text_of(d, &["help", "formats"]);
+    assert!(formats.contains("GGUF"), "{formats}");
+    for layout in &sc::transform::ggml::LAYOUTS {
+        let name = layout.ggml().name;
+        assert!(formats.contains(name), "{name} in {formats}");
+    }
+    let first = sc::transform::ggml::LAYOUTS[0].ggml().name.to_lowercase();
+    let last = sc::transform::ggml::LAYOUTS.last().unwrap().ggml().name;
+    assert!(
+        formats.contains(&format!("{first} to")) && formats.contains(&last.to_lowercase()),
+        "{formats}"
+    );
+    let help = text_of(d, &["--help"]);
+    let page = text_of(d, &["manpage"]);
+    let about = "LLM weight files (safetensors and GGUF)";
+    assert!(help.lines().next().unwrap().ends_with(about), "{help}");
+    assert!(page.contains(about), "{page}");
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    for manifest in [
+        "Cargo.toml",
+        "cli/Cargo.toml",
+        "python/Cargo.toml",
+        "python/pyproject.toml",
+    ] {
+        let text = fs::read_to_string(format!("{root}/{manifest}")).unwrap();
+        let description = text.lines().find(|l| l.starts_with("description")).unwrap();
+        assert!(
+            description.contains("safetensors") && description.contains("GGUF"),
+            "{manifest}: {description}"
+        );
+    }
+}
+
+/// The installed binary carries no debug info; profiling builds have a profile of their own
+/// that keeps it, and the docs that mention profiling name that profile.
+#[test]
+fn release_is_lean_and_profiling_has_its_own_profile() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let manifest = fs::read_to_string(format!("{root}/Cargo.toml")).unwrap();
+    let section = |name: &str| -> Vec<String> {
+        let head = format!("[profile.{name}]");
+        manifest
+            .lines()
+            .skip_while(|l| l.trim() != head)
+            .skip(1)
+            .take_while(|l| !l.starts_with('['))
+            .map(|l| l.split('#').next().unwrap().replace(' ', ""))
+            .filter(|l| !l.is_empty())
+            .collect()
+    };
+    let release = section("release");
+    assert!(release.contains(&"strip=true".to_string()), "{release:?}");
+    assert!(
+        !release.iter().any(|l| l.starts_with("debug=")),
+        "{release:?}"
+    );
+    let profiling = section("profiling");
+    for want in ["inherits=\"release\"", "debug=1", "strip=false"] {
+        assert!(profiling.contains(&want.to_string()), "{profiling:?}");
+    }
+    let design = fs::read_to_string(format!("{root}/docs/DESIGN.md")).unwrap();
+    assert!(
+        design.contains("--profile profiling"),
+        "DESIGN.md says how to profile"
+    );
+}
+
 /// The commands of `sc --help`, both headings.
 fn help_commands(help: &str) -> BTreeSet<String> {
     let mut commands = BTreeSet::new();

@@ -467,6 +467,34 @@ fn levels_are_numbers() {
     assert!(help.contains("-19 mean -9"), "{help}");
 }
 
+/// A new folder holding the tiny sample as `t.safetensors` and its archive `t.safetensors.sc`.
+fn tiny_encoded() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    fs::copy(TINY, tmp.path().join("t.safetensors")).unwrap();
+    ok(sc(tmp.path(), &["encode", "-q", "t.safetensors"], None));
+    tmp
+}
+
+/// A mode or level given to a command other than encode is a usage error that says the flag
+/// is encode's, not clap's tip to pass it as a value.
+#[test]
+fn modes_and_levels_belong_to_encode() {
+    let tmp = tiny_encoded();
+    let d = tmp.path();
+    for (args, flag) in [
+        (&["decode", "--best", "t.safetensors.sc"][..], "--best"),
+        (&["-d", "-9", "t.safetensors.sc"], "-9"),
+        (&["decode", "-m", "fast", "t.safetensors.sc"], "-m"),
+        (&["verify", "--fast", "t.safetensors.sc"], "--fast"),
+    ] {
+        let out = sc(d, args, None);
+        let err = stderr(&out);
+        assert!(!err.contains("tip:"), "{args:?}: {err}");
+        usage_error(out, &format!("{flag} applies to encode only"));
+    }
+    assert!(!d.join("t.safetensors").with_extension("").exists());
+}
+
 #[test]
 fn verbose_output_to_a_device_is_not_read_back() {
     let tmp = tempfile::tempdir().unwrap();
@@ -962,10 +990,8 @@ fn progress_counts_in_the_summary_units() {
 
 #[test]
 fn binary_output_is_refused_on_a_terminal_unless_forced() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = tiny_encoded();
     let d = tmp.path();
-    fs::copy(TINY, d.join("t.safetensors")).unwrap();
-    ok(sc(d, &["encode", "-q", "t.safetensors"], None));
     for args in [
         &["decode", "-c", "t.safetensors.sc"][..],
         &["-dc", "t.safetensors.sc"],

@@ -15,6 +15,18 @@ fn checkpoint(seed: u64, n: usize) -> Vec<u8> {
     servers::random_checkpoint(seed, n << 10)
 }
 
+/// A new folder holding `original` encoded as `m.safetensors.sc`, for a server to serve.
+fn served_archive(original: &[u8]) -> tempfile::TempDir {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("m.safetensors"), original).unwrap();
+    ok(common::sc(
+        root.path(),
+        &["encode", "--rm", "m.safetensors"],
+        None,
+    ));
+    root
+}
+
 /// Runs `sc args...` in `dir` with `env` set.
 fn sc_env(dir: &Path, args: &[&str], env: &[(&str, String)]) -> Output {
     let out = Command::new(env!("CARGO_BIN_EXE_sc"))
@@ -32,14 +44,7 @@ fn commands_read_an_archive_over_http() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let original = checkpoint(3, 1500);
-    std::fs::write(d.join("m.safetensors"), &original).unwrap();
-    ok(common::sc(d, &["encode", "--rm", "m.safetensors"], None));
-    let root = tempfile::tempdir().unwrap();
-    std::fs::rename(
-        d.join("m.safetensors.sc"),
-        root.path().join("m.safetensors.sc"),
-    )
-    .unwrap();
+    let root = served_archive(&original);
     let Some(nginx) = servers::nginx(root.path(), "") else {
         return;
     };
@@ -286,4 +291,78 @@ fn an_s3_redirect_to_another_host_is_refused_and_no_credential_leaves() {
             .all(|h| !h.contains("sc-session-token") && !h.contains("x-amz-security-token")),
         "{leaked:?}"
     );
+}
+
+/// An output named after a remote archive goes in the current folder, as `decode URL` writes
+/// it: `extract` over HTTP (no upload to try) and over S3 (nothing put in the bucket read),
+/// `decode` of several remote archives; only `-o` names a remote output.
+#[test]
+fn outputs_named_after_a_remote_archive_are_local() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let original = checkpoint(5, 300);
+    std::fs::write(d.join("m.safetensors"), &original).unwrap();
+    let (_, range) = tensor_ranges(&original).remove(1);
+    let extracted = |d: &Path| {
+        let path = d.join("m.extract.safetensors");
+        let bytes = std::fs::read(&path).unwrap();
+        assert!(bytes.ends_with(&original[range.clone()]));
+        std::fs::remove_file(path).unwrap();
+    };
+
+    let root = served_archive(&original);
+    let Some(nginx) = servers::nginx(root.path(), "") else {
+        return;
+    };
+    let here = tempfile::tempdir().unwrap();
+    let url = nginx.url("m.safetensors.sc");
+    ok(common::sc(
+        here.path(),
+        &["extract", &url, "-t", "layer1.weight"],
+        None,
+    ));
+    extracted(here.path());
+    // A query is no part of the name.
+    let signed = format!("{url}?signature=x/y");
+    ok(common::sc(
+        here.path(),
+        &["extract", &signed, "-t", "layer1.weight"],
+        None,
+    ));
+    extracted(here.path());
+    drop(nginx);
+
+    let Some(s3) = servers::weed() else {
+        return;
+    };
+    let env = s3.env();
+    let prefix = format!("s3://{}/local/", servers::BUCKET);
+    for name in ["m", "n"] {
+        let dest = format!("{prefix}{name}.safetensors.sc");
+        ok(sc_env(d, &["encode", "m.safetensors", "-o", &dest], &env));
+    }
+    let m = format!("{prefix}m.safetensors.sc");
+    let n = format!("{prefix}n.safetensors.sc");
+    ok(sc_env(
+        here.path(),
+        &["extract", &m, "-t", "layer1.weight"],
+        &env,
+    ));
+    extracted(here.path());
+    ok(sc_env(here.path(), &["decode", &m, &n], &env));
+    for name in ["m.safetensors", "n.safetensors"] {
+        assert!(
+            std::fs::read(here.path().join(name)).unwrap() == original,
+            "{name}"
+        );
+    }
+    // Nothing was written under the prefix read: it holds the two archives only.
+    ok(sc_env(d, &["decode", &prefix, "-o", "back"], &env));
+    let mut back: Vec<_> = std::fs::read_dir(d.join("back"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    back.sort();
+    assert_eq!(back, ["m.safetensors", "n.safetensors"]);
+    drop(s3);
 }

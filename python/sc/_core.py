@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
 import os
@@ -77,8 +76,9 @@ def framework(name: str) -> Framework:
 
 
 def _missing(name: str, names: Iterable[str], where: str) -> KeyError:
-    """The KeyError for an unknown tensor name, naming the closest ones."""
-    close = difflib.get_close_matches(name, list(names), n=3, cutoff=0.6)
+    """The KeyError for an unknown tensor name, naming the closest ones (the command line's
+    rule, from the library)."""
+    close = _sc.closest_names(name, list(names))
     hint = f"; closest: {', '.join(repr(c) for c in close)}" if close else ""
     return KeyError(f"no tensor named {name!r} in {where}{hint}")
 

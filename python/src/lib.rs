@@ -798,6 +798,14 @@ fn verify<'py>(
     decode_report(py, &report)
 }
 
+/// The names in `names` closest to `name` (at most three, best first), by the rule the command
+/// line's suggestions follow too.
+#[pyfunction]
+fn closest_names(name: &str, names: Vec<String>) -> Vec<String> {
+    let near = sc::closest_names(name, names.iter().map(String::as_str));
+    near.into_iter().map(String::from).collect()
+}
+
 /// The native module.
 #[pymodule]
 fn _sc(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -807,6 +815,7 @@ fn _sc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compress_file, m)?)?;
     m.add_function(wrap_pyfunction!(decompress_file, m)?)?;
     m.add_function(wrap_pyfunction!(verify, m)?)?;
+    m.add_function(wrap_pyfunction!(closest_names, m)?)?;
     m.add_function(wrap_pyfunction!(remote::stats, m)?)?;
     m.add_function(wrap_pyfunction!(remote::is_url, m)?)?;
     m.add_function(wrap_pyfunction!(remote::remote_options, m)?)?;

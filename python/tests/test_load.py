@@ -4,6 +4,7 @@ original, for every dtype of the sample, in both modes and for any number of thr
 from __future__ import annotations
 
 import json
+import re
 import struct
 import sys
 import threading
@@ -16,6 +17,7 @@ import safetensors
 import safetensors.numpy
 import safetensors.torch
 import torch
+from conftest import cli_message
 
 import sc
 import sc.numpy
@@ -126,6 +128,20 @@ def test_unknown_name_raises_key_error_with_the_closest(sample_archive):
         assert "embeddings.word_embeddings.weight" in str(err.value)
         with pytest.raises(KeyError):
             f.get_slice("nothing like it")
+
+
+def test_closest_names_are_the_command_lines(sample_archive):
+    """Python and `sc extract` suggest the same names for the same typo: the library's rule."""
+    for typo in ["LayerNorm", "embeddings.LayerNorm.wieght", "query.weight", "nothing like it"]:
+        with sc.safe_open(sample_archive) as f:
+            with pytest.raises(KeyError) as err:
+                f.get_tensor(typo)
+        said = str(err.value)
+        python = re.findall(r"'([^']*)'", said.split("closest: ")[1]) if "closest: " in said else []
+        line = cli_message("extract", sample_archive, "-t", typo, "-o", "-")
+        cli = re.findall(r'"([^"]*)"', line.split("did you mean ")[1]) if "did you mean " in line else []
+        assert python == cli, (typo, said, line)
+        assert bool(cli) == (typo != "nothing like it"), (typo, line)
 
 
 def test_closed_archive_raises(sample_archive):

@@ -4,8 +4,9 @@
 //! answers 500, flips a byte or drops the connection where it is told to, and a rogue server
 //! of our own ([`Rogue`]: silent, bodies longer or shorter than asked, redirects, a header log).
 //!
-//! Where a server's program is missing the test prints a note and passes, unless
-//! `SC_REQUIRE_SERVERS=1` (CI), where it fails. `SC_NGINX` and `SC_WEED` name the programs;
+//! Where a server's program is missing the test passes without running, unless
+//! `SC_REQUIRE_SERVERS=1` (CI), where it fails; the test binary then says how many did after
+//! its summary. `SC_NGINX` and `SC_WEED` name the programs;
 //! otherwise nginx is looked for in /usr/sbin and on PATH, weed on PATH and in the Python test
 //! venvs (`~/.cache/sc-ci/venv-*/bin`).
 #![allow(dead_code)]
@@ -25,7 +26,7 @@ pub const BUCKET: &str = "sc-test";
 
 /// Finds a server's program: `$var`, else the first of `places` that exists, else `name` on
 /// PATH. `None` (with a note) when absent and not required.
-fn program(var: &str, name: &str, places: &[PathBuf]) -> Option<PathBuf> {
+fn program(var: &'static str, name: &'static str, places: &[PathBuf]) -> Option<PathBuf> {
     let found = std::env::var_os(var)
         .map(PathBuf::from)
         .or_else(|| places.iter().find(|p| p.is_file()).cloned())
@@ -43,8 +44,48 @@ fn program(var: &str, name: &str, places: &[PathBuf]) -> Option<PathBuf> {
             "{name} not found and SC_REQUIRE_SERVERS=1 (set {var})"
         );
         eprintln!("note: {name} not found (set {var}): test skipped");
+        skipped(name, var);
     }
     found
+}
+
+/// The programs missing in this run, each with its variable and the tests that skipped for it.
+static SKIPPED: Mutex<Vec<(&str, &str, usize)>> = Mutex::new(Vec::new());
+
+extern "C" {
+    fn atexit(f: extern "C" fn()) -> std::os::raw::c_int;
+}
+
+/// Counts a test that passes without its server, to say so after the run's summary: libtest
+/// captures what a passing test prints, and has no "skipped" of its own.
+fn skipped(name: &'static str, var: &'static str) {
+    static AT_EXIT: std::sync::Once = std::sync::Once::new();
+    let mut skipped = SKIPPED.lock().unwrap_or_else(|e| e.into_inner());
+    match skipped.iter_mut().find(|(n, _, _)| *n == name) {
+        Some((_, _, count)) => *count += 1,
+        None => skipped.push((name, var, 1)),
+    }
+    // SAFETY: registers a function of no arguments that only writes to stderr.
+    AT_EXIT.call_once(|| unsafe {
+        atexit(say_skipped);
+    });
+}
+
+/// Prints, after the test binary's summary, which tests passed without running for want of a
+/// server program. Written to stderr directly, which no test captures.
+extern "C" fn say_skipped() {
+    let Ok(skipped) = SKIPPED.try_lock() else {
+        return;
+    };
+    let mut stderr = std::io::stderr();
+    for (name, var, count) in skipped.iter() {
+        let tests = if *count == 1 { "test" } else { "tests" };
+        let _ = writeln!(
+            stderr,
+            "note: {count} {tests} above passed without running: {name} not found (set {var}; \
+             SC_REQUIRE_SERVERS=1 makes it an error)"
+        );
+    }
 }
 
 /// A free port on 127.0.0.1 (free when asked: the server binds it right after).
@@ -514,4 +555,44 @@ fn misbehave(
         }
     }
     Ok(())
+}
+
+/// The note after the summary, in a run of this test binary that lacks SeaweedFS.
+#[cfg(test)]
+mod skip_note {
+    use std::process::Command;
+
+    /// Asks for SeaweedFS in the run `said_after_the_summary` makes, and does nothing in others.
+    #[test]
+    fn probe() {
+        if std::env::var_os("SC_SERVERS_PROBE").is_some() {
+            assert!(super::weed().is_none(), "weed found");
+        }
+    }
+
+    #[test]
+    fn said_after_the_summary() {
+        let empty = tempfile::tempdir().unwrap();
+        let out = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "servers::skip_note::probe"])
+            .env("SC_SERVERS_PROBE", "1")
+            .env("HOME", empty.path())
+            .env("PATH", empty.path())
+            .env_remove("SC_WEED")
+            .env_remove("SC_REQUIRE_SERVERS")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stdout}{stderr}");
+        assert!(stdout.contains("test result: ok. 1 passed"), "{stdout}");
+        assert_eq!(
+            stderr.trim_end().lines().last(),
+            Some(
+                "note: 1 test above passed without running: weed not found (set SC_WEED; \
+                 SC_REQUIRE_SERVERS=1 makes it an error)"
+            ),
+            "{stderr}"
+        );
+    }
 }

@@ -327,40 +327,6 @@ fn against<R: Reader>(archive: &Archive<R>, name: &str) -> Option<String> {
     }
 }
 
-/// Names in `names` closest to `wanted`, for the error message.
-fn near_names<'a>(wanted: &str, names: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
-    let mut scored: Vec<(usize, &str)> = names
-        .map(|n| {
-            let d = if n.contains(wanted) || wanted.contains(n) {
-                0
-            } else {
-                edit_distance(wanted, n)
-            };
-            (d, n)
-        })
-        .filter(|&(d, _)| d <= wanted.chars().count().max(4) / 2)
-        .collect();
-    scored.sort();
-    scored.into_iter().take(3).map(|(_, n)| n).collect()
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diag = row[0];
-        row[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
-            let next = (diag + usize::from(ca != cb))
-                .min(row[j] + 1)
-                .min(row[j + 1] + 1);
-            diag = row[j + 1];
-            row[j + 1] = next;
-        }
-    }
-    row[b.len()]
-}
-
 /// `INPUT` without `.sc` and the format's suffix, plus `.extract.` and `bin` (for `--raw`),
 /// `gguf` or `safetensors`.
 fn default_output(input: &Path, raw: bool, gguf: bool) -> Result<PathBuf> {
@@ -404,7 +370,7 @@ fn extract_from<R: Reader>(a: &ExtractArgs, mut archive: Archive<R>) -> Result<A
         .with_context(|| format!("reading {}", a.input.display()))?;
     for name in &a.tensors {
         if archive.tensor(name).is_none() {
-            let near = near_names(name, archive.tensors().iter().map(|t| t.name.as_str()));
+            let near = sc::closest_names(name, archive.tensors().iter().map(|t| t.name.as_str()));
             let hint = match near.as_slice() {
                 [] => String::new(),
                 n => {

@@ -122,7 +122,17 @@ pub fn rewrite(args: Vec<OsString>, cmd: &Command) -> Result<Vec<OsString>, Refu
     }
     let command = command.unwrap_or_default();
     if command != "encode" {
-        // Levels belong to encode: clap refuses them elsewhere.
+        let sub = cmd.find_subcommand(command);
+        let given = levels.iter().chain(&rest[i..]);
+        if let Some(flag) = sub.and_then(|sub| encode_only(given, sub)) {
+            return Err(Refusal {
+                command: command.into(),
+                message: format!(
+                    "{flag} applies to encode only: {command} takes no mode or level (an \
+                     archive records how it was coded)"
+                ),
+            });
+        }
         out.extend(levels);
         out.extend(rest[i..].iter().cloned());
         return Ok(out);
@@ -137,6 +147,35 @@ pub fn rewrite(args: Vec<OsString>, cmd: &Command) -> Result<Vec<OsString>, Refu
         message,
     })?;
     Ok(out)
+}
+
+/// The first of `tokens` (a command's arguments) that is a mode or level flag of encode's and
+/// not an option of `sub`'s own, values of `sub`'s options left alone.
+fn encode_only<'a>(tokens: impl Iterator<Item = &'a OsString>, sub: &Command) -> Option<String> {
+    let valued = Valued::of(Some(sub));
+    let own = |long: &str| sub.get_arguments().any(|a| a.get_long() == Some(long));
+    let own_m = sub.get_arguments().any(|a| a.get_short() == Some('m'));
+    let mut tokens = tokens.filter_map(|t| t.to_str());
+    while let Some(t) = tokens.next() {
+        if t == "--" {
+            return None;
+        }
+        let long = t
+            .strip_prefix("--")
+            .map(|l| l.split_once('=').map_or(l, |(n, _)| n));
+        let mode = (t == "-m" && !own_m) || matches!(long, Some("mode" | "level"));
+        if (is_level(t) || mode) && !long.is_some_and(own) {
+            return Some(t.to_string());
+        }
+        let takes_next = match long {
+            Some(l) => !t.contains('=') && valued.long.iter().any(|v| v == l),
+            None => t.starts_with('-') && t.ends_with(|c| valued.short.contains(&c)),
+        };
+        if takes_next {
+            tokens.next();
+        }
+    }
+    None
 }
 
 /// Whether `t` is one of the flags every command takes: `-v`, `-q` and their long forms.
@@ -370,10 +409,32 @@ mod tests {
                 "{refused:?}"
             );
         }
-        // Other commands are left to clap.
+        // Other commands are left to clap, but for encode's modes and levels.
         assert_eq!(
             rewritten(&["extract", "-t", "-12", "a.sc"]).unwrap(),
             ["extract", "-t", "-12", "a.sc"]
+        );
+        assert_eq!(
+            rewritten(&["sweep", "--mode", "fast", "f"]).unwrap(),
+            ["sweep", "--mode", "fast", "f"]
+        );
+        for (given, flag) in [
+            (&["decode", "--best", "a.sc"][..], "--best"),
+            (&["-d", "-9", "a.sc"], "-9"),
+            (&["-19", "-d", "a.sc"], "-19"),
+            (&["extract", "-o", "x", "--fast", "a.sc"], "--fast"),
+            (&["verify", "-m", "best", "a.sc"], "-m"),
+            (&["decode", "--mode=best", "a.sc"], "--mode=best"),
+        ] {
+            let said = rewritten(given).unwrap_err();
+            assert!(
+                said.starts_with(&format!("{flag} applies to encode only")),
+                "{given:?}: {said}"
+            );
+        }
+        assert_eq!(
+            rewritten(&["decode", "--", "--best"]).unwrap(),
+            ["decode", "--", "--best"]
         );
     }
 

@@ -40,7 +40,21 @@ from its dtype, and each plane is coded on its own:
   BOOL, U8, I8, F8_E5M2, F8_E4M3  bytes      1: the bytes as they are
   other dtypes                    bytes      1: the bytes as they are
 
-Bytes between tensors, and files that are not safetensors, are split as bytes.
+A GGUF file (llama.cpp's format) goes the same way: its header (metadata, tokenizer, tensor
+infos) is kept verbatim, and each tensor's transform comes from its ggml type:
+
+  ggml type                       transform  planes
+  F32, F16, BF16, F64, I8 to I64  as the safetensors dtype of that name, above
+  Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,   q4_0 to    one per field of the ggml block, each gathered
+  Q8_1, Q2_K, Q3_K, Q4_K, Q5_K,   q8_k, the  across the blocks of the archive's block: an
+  Q6_K, Q8_K                      type's     F16 scale (or min) as its high byte then its
+                                  name       low byte, 4-bit quants as the bytes that pack
+                                             them, 5- and 6-bit quants joined with their
+                                             high bits (one byte per value), packed 6-bit
+                                             scales and other fields as bytes
+  other types (IQ*, TQ*, MXFP4)   bytes      1: the bytes as they are
+
+Bytes between tensors, and files that are neither safetensors nor GGUF, are split as bytes.
 
 FAST (-m fast, -1 to -5): Huffman codes for the predictable planes, near-random planes stored
 as they are. On exp16 blocks, plane 0 and the two top bits of plane 1 (for BF16: the exponent
@@ -56,6 +70,11 @@ tensor's shape). A BEST block of BF16 or F16 tensors holds as many consecutive t
 each of 1024 values or more coded in its own rows while the models run on across them
 (ctxtensors, format version 4). Elsewhere the symbol is coded with one adaptive model (joint). A plane that does not shrink is
 stored as it is.
+
+Each plane of a ggml transform is coded by the mode's order-0 coder (FAST: Huffman; BEST:
+adaptive range coding), or stored, whichever is smaller; BEST also codes each plane after the
+first given the block's scale high byte (byctx) where that is smaller. Archives of GGUF files
+are format version 6.
 
 Sign models (BEST): in blocks of tensors each value's sign, which raw6 stores as it is, is
 range coded with an adaptive model per column of its tensor's rows, and the other five bits are

@@ -564,12 +564,12 @@ pub fn encode(a: &EncodeArgs, base: Option<&sc::Base>) -> Result<()> {
 pub fn decode(a: &DecodeArgs, base: Option<&sc::Base>) -> Result<()> {
     let naming = Naming {
         found: original_name,
-        given: |p: &Path| match original_name(p) {
-            Some(o) => Given::Code(o),
-            None => Given::Fail(format!(
-                "cannot name the output of {} (no .sc suffix): decode it alone with -o",
-                p.display()
-            )),
+        given: |p: &Path| {
+            let hint = "decode it alone with -o";
+            match super::local_name(p).and_then(|n| super::decoded_name(&n, p, hint)) {
+                Ok(o) => Given::Code(o),
+                Err(why) => Given::Fail(why.to_string()),
+            }
         },
         refuse: &|_| Ok(()),
     };

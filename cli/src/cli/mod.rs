@@ -27,6 +27,7 @@ use md5::{Digest, Md5};
 use output::{FileId, Output, Settings};
 use resources::{archive_file_needs, encode_needs, memory};
 use sc::{DecodeOptions, EncodeOptions, Kind, Mode};
+use std::borrow::Cow;
 use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::fs::{File, Metadata};
@@ -34,7 +35,7 @@ use std::io::{self, BufReader, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// Lossless compression for LLM weight files (safetensors).
+/// Lossless compression for LLM weight files (safetensors and GGUF).
 #[derive(Parser, Debug)]
 #[command(
     name = "sc",
@@ -612,18 +613,22 @@ impl ArchiveInput {
     }
 }
 
-/// Chooses the destination: `None` means stdout.
+/// Chooses the destination: `None` means stdout. `default` names the output after the input,
+/// and is given a remote input's last part: an output named after a remote archive goes in
+/// the current folder, as one named after a local file goes beside it; only `-o` names a
+/// remote output.
 fn destination(
     input: &Path,
     out: &OutputArgs,
     default: impl Fn(&Path) -> Result<PathBuf>,
 ) -> Result<Option<PathBuf>> {
+    let named = || local_name(input);
     let dest = match &out.output {
         Some(o) if is_stdio(o) => None,
-        Some(o) if outdir::is_folder(o) => Some(outdir::inside(o, input, &default)?),
+        Some(o) if outdir::is_folder(o) => Some(outdir::inside(o, &named()?, &default)?),
         Some(o) => Some(o.clone()),
         None if out.stdout || is_stdio(input) => None,
-        None => Some(default(input)?),
+        None => Some(default(&named()?)?),
     };
     if let Some(d) = &dest {
         if !is_stdio(input) && same_file(input, d) {
@@ -631,6 +636,54 @@ fn destination(
         }
     }
     Ok(dest)
+}
+
+/// What an output named after `input` is named after: a remote location's last part (without
+/// an `http(s)://` location's query), `input` itself otherwise.
+pub(crate) fn local_name(input: &Path) -> Result<Cow<'_, Path>> {
+    let Some(url) = url_of(input) else {
+        return Ok(Cow::Borrowed(input));
+    };
+    let path = match url.starts_with("http") {
+        true => url.split(['?', '#']).next().unwrap_or(url),
+        false => url,
+    };
+    match path.rsplit('/').next() {
+        Some(n) if !matches!(n, "" | "." | "..") => Ok(Cow::Owned(PathBuf::from(n))),
+        _ => bail!("{url} has no file name to name the output after: use -o"),
+    }
+}
+
+/// The output `decode` names after `input` (its local name `named`): `.sc` removed. An input
+/// without the suffix that is not an archive at all (its first bytes say so) is refused as
+/// such; another is told `hint` (how to give it a name).
+pub(crate) fn decoded_name(named: &Path, input: &Path, hint: &str) -> Result<PathBuf> {
+    if let Some(o) = folder::original_name(named) {
+        return Ok(o);
+    }
+    if !starts_as_archive(input) {
+        bail!("decoding {}: {}", input.display(), sc::Error::BadMagic);
+    }
+    bail!(
+        "cannot name the output of {} (no .sc suffix): {hint}",
+        input.display()
+    )
+}
+
+/// Whether `path` may be an archive by its first bytes: false only for a regular file that can
+/// be read and does not start as sc's magic does (a shorter file that does is a truncated
+/// archive; one that cannot be read fails later, saying why). A FIFO or device is not read
+/// here: what this took from it would be lost.
+fn starts_as_archive(path: &Path) -> bool {
+    let regular = std::fs::metadata(path).is_ok_and(|m| m.is_file());
+    if url_of(path).is_some() || is_stdio(path) || !regular {
+        return true;
+    }
+    let mut start = Vec::with_capacity(sc::MAGIC.len());
+    match File::open(path).and_then(|f| f.take(sc::MAGIC.len() as u64).read_to_end(&mut start)) {
+        Ok(n) => sc::MAGIC.starts_with(&start[..n]),
+        Err(_) => true,
+    }
 }
 
 fn same_file(a: &Path, b: &Path) -> bool {
@@ -901,20 +954,7 @@ fn decode(a: &DecodeArgs) -> Result<()> {
         _ => return folder::decode(a, a.base.open(None)?.as_ref()),
     };
     let base = a.base.open(Some(input))?;
-    // A remote archive's output is named after its last part, here.
-    let named = url_of(input).map(|u| PathBuf::from(u.rsplit('/').next().unwrap_or(u)));
-    let dest =
-        destination(
-            named.as_deref().unwrap_or(input),
-            &a.out,
-            |p| match folder::original_name(p) {
-                Some(o) => Ok(o),
-                None => bail!(
-                    "cannot name the output of {} (no .sc suffix): use -o",
-                    p.display()
-                ),
-            },
-        )?;
+    let dest = destination(input, &a.out, |p| decoded_name(p, input, "use -o"))?;
     let talk = a.common.talk;
     let archive = talk.verbose().then(|| inspect_file(input)).flatten();
     let bar = progress_bar(input_len(input), talk.quiet);
