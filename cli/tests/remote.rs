@@ -342,10 +342,10 @@ fn a_remote_prefix_decodes_as_a_folder_run_does() {
     ));
     put(&format!("{mixed}bad.safetensors.sc"), b"not an archive");
     put(&format!("{mixed}config.json"), b"{}");
-    let err = fails(
-        sc_env(d, &["decode", &mixed, "-o", "out"], &env),
-        "1 of 3 files",
-    );
+    let out = sc_env(d, &["decode", &mixed, "-o", "out"], &env);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("1 of 3 files in"), "{err}");
     assert!(
         err.contains("bad.safetensors") && err.contains("FAILED"),
         "{err}"

@@ -20,7 +20,7 @@ use std::io::{self, BufReader, BufWriter, Cursor, Read, Seek, SeekFrom, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 pyo3::create_exception!(
@@ -130,16 +130,21 @@ fn run_stoppable<T: Send>(
 ) -> PyResult<T> {
     let stop = Arc::new(AtomicBool::new(false));
     let mut raised = None;
-    let (done, finished_job) = mpsc::channel::<()>();
+    let done = (Mutex::new(false), Condvar::new());
     let out = std::thread::scope(|s| {
         let job = s.spawn(|| {
             let out = caught(pool, || f(&stop));
-            let _ = done.send(());
+            *done.0.lock().unwrap_or_else(|e| e.into_inner()) = true;
+            done.1.notify_all();
             out
         });
         loop {
-            let waited = py.detach(|| finished_job.recv_timeout(SIGNAL_POLL));
-            if !matches!(waited, Err(mpsc::RecvTimeoutError::Timeout)) {
+            let finished = py.detach(|| {
+                let guard = done.0.lock().unwrap_or_else(|e| e.into_inner());
+                let waited = done.1.wait_timeout_while(guard, SIGNAL_POLL, |d| !*d);
+                waited.map_or(true, |(d, _)| *d)
+            });
+            if finished {
                 break;
             }
             if raised.is_none() {

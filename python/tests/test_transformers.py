@@ -131,7 +131,7 @@ def test_save_pretrained_failures_name_no_deleted_folder(tmp_path):
     (out / "model.safetensors.sc").mkdir(parents=True)
     with pytest.raises(sc.ScError) as e:
         sc.transformers.save_pretrained(tiny_bert(), out, overwrite=True)
-    assert ".sc-save-" not in str(e.value) and "model.safetensors" in str(e.value), str(e.value)
+    assert ".sc-save-" not in str(e.value) and "model.save_pretrained" in str(e.value), str(e.value)
     assert sorted(os.listdir(tmp_path)) == ["OUT"]
 
 
