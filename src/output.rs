@@ -12,12 +12,22 @@
 //! - a symbolic link through its target: the file the link names is replaced, the link kept.
 //!   A link to nothing is refused rather than followed.
 //!
-//! Temporary files are named `.NAME.PID.HOST.RANDOM.sc-tmp` (`NAME` cut to 200 bytes, `PID`
-//! the writing process, `HOST` a tag of the machine and PID namespace). A process killed
-//! before it could remove its own (SIGKILL, SIGBUS, an allocation failure) leaves it behind;
-//! the first [`OutputFile::create`] of a later process in that folder removes such files whose
-//! tag is its own and whose process no longer runs (on Linux, where `/proc` tells). Files of
-//! other machines sharing the folder, and of processes still running, are left alone.
+//! Temporary files are named `.NAME.PID.START.TAG.INODE.RANDOM.sc-tmp`: `NAME` cut to 160
+//! bytes, `PID` and `START` the writing process and its start time (clock ticks after boot,
+//! field 22 of `/proc/PID/stat`), `TAG` 8 hex digits of this boot and PID namespace (a hash
+//! of the kernel's boot id and the namespace's identity), `INODE` the file's own inode number,
+//! `RANDOM` 16 letters and digits. A process killed before it could remove its own (SIGKILL,
+//! SIGBUS, an allocation failure) leaves it behind; the first [`OutputFile::create`] of a
+//! later process in that folder removes a file only when it can tell it is such a leftover:
+//!
+//! - its name parses exactly as above, and its tag is this process's (same boot, same PID
+//!   namespace: another machine's or container's files are left alone);
+//! - `/proc` is this PID namespace's own (`/proc/self/stat` gives this process's pid), and
+//!   `/proc/PID` is gone or belongs to a process started at another time (the pid reused);
+//! - it is a regular file with one link, owned by this user, whose inode is the one its name
+//!   records: a copy of a leftover, or a user's file given such a name, has another inode.
+//!
+//! Anything else is left as it is.
 
 use std::collections::HashSet;
 use std::fmt;
@@ -29,9 +39,13 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 /// Suffix of every temporary file.
 const SUFFIX: &str = ".sc-tmp";
 
-/// The longest destination name kept in a temporary file's name: the rest (pid, tag, random
-/// part, suffix) must fit the 255 bytes file systems allow for a name.
-const NAME_KEPT: usize = 200;
+/// The longest destination name kept in a temporary file's name: the rest (pid, start time,
+/// tag, inode, random part, suffix: 88 bytes at most) must fit the 255 bytes file systems
+/// allow for a name.
+const NAME_KEPT: usize = 160;
+
+/// Letters and digits in the random part of a temporary file's name.
+const RANDOM_LEN: usize = 16;
 
 /// Temporary files not yet renamed or removed, for [`remove_unfinished`].
 static PENDING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
@@ -107,12 +121,7 @@ impl OutputFile {
         while !name.is_char_boundary(cut) {
             cut -= 1;
         }
-        let prefix = format!(".{}.{}.{}.", &name[..cut], std::process::id(), tag());
-        let mut builder = tempfile::Builder::new();
-        builder.prefix(&prefix).suffix(SUFFIX);
-        #[cfg(unix)]
-        builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
-        let tmp = builder.tempfile_in(dir).map_err(without_path)?;
+        let tmp = create_temporary(dir, &name[..cut])?;
         pending().push(tmp.path().to_path_buf());
         Ok(OutputFile {
             dest: dest.to_path_buf(),
@@ -301,48 +310,169 @@ fn without_path(e: io::Error) -> io::Error {
     }
 }
 
-/// This machine and PID namespace, as 8 hex digits: a hash of the host name and the PID
-/// namespace's identity. `None` where `/proc` does not tell them; no temporary file is then
-/// ever taken for stale.
-fn host_tag() -> Option<&'static str> {
-    static TAG: OnceLock<Option<String>> = OnceLock::new();
-    TAG.get_or_init(|| {
-        let host = fs::read("/proc/sys/kernel/hostname").ok()?;
-        let ns = fs::read_link("/proc/self/ns/pid").ok()?;
-        let mut key = host;
-        key.push(0);
-        key.extend_from_slice(ns.as_os_str().as_encoded_bytes());
-        let h = twox_hash::XxHash3_64::oneshot(&key);
-        Some(format!("{:08x}", h as u32))
-    })
-    .as_deref()
+/// Creates the temporary file for the destination named `name` in `dir`, named as the
+/// [module documentation](self) says. It is made with inode 0 in its name (no file has it,
+/// so a process killed at once leaves an empty file no sweep takes) and renamed at once to
+/// its own inode's name.
+fn create_temporary(dir: &Path, name: &str) -> io::Result<tempfile::NamedTempFile> {
+    let me = writer();
+    let (start, tag) = me.map_or((0, "0"), |w| (w.start, w.tag.as_str()));
+    let prefix = format!(".{name}.{}.{start}.{tag}.0.", std::process::id());
+    let mut builder = tempfile::Builder::new();
+    builder
+        .prefix(&prefix)
+        .suffix(SUFFIX)
+        .rand_bytes(RANDOM_LEN);
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+    let tmp = builder.tempfile_in(dir).map_err(without_path)?;
+    #[cfg(unix)]
+    if me.is_some() {
+        let ino = std::os::unix::fs::MetadataExt::ino(&tmp.as_file().metadata()?);
+        let made = tmp
+            .path()
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned());
+        let random = made.as_deref().and_then(|n| n.strip_suffix(SUFFIX));
+        let random = random
+            .and_then(|n| n.rsplit('.').next())
+            .unwrap_or_default();
+        let named = dir.join(format!(
+            ".{name}.{}.{start}.{tag}.{ino}.{random}{SUFFIX}",
+            std::process::id()
+        ));
+        let (file, old) = tmp.into_parts();
+        // The random part is this file's own: no other file has the new name.
+        if let Err(e) = fs::rename(&old, &named) {
+            drop(old);
+            return Err(e);
+        }
+        let _ = old.keep();
+        let path = match tempfile::TempPath::try_from_path(&named) {
+            Ok(path) => path,
+            Err(e) => {
+                let _ = fs::remove_file(&named);
+                return Err(e);
+            }
+        };
+        return Ok(tempfile::NamedTempFile::from_parts(file, path));
+    }
+    Ok(tmp)
 }
 
-/// The tag in this process's temporary file names.
-fn tag() -> &'static str {
-    host_tag().unwrap_or("0")
+/// This process as its temporary files name it.
+struct Writer {
+    /// Start time, in clock ticks after boot.
+    start: u64,
+    /// 8 hex digits of this boot and PID namespace.
+    tag: String,
+    /// The effective user id.
+    uid: u32,
 }
 
-/// The process that wrote the temporary file `name`, if `name` is one of ours made on this
-/// machine and PID namespace (`tag`).
-fn writer_of(name: &str, tag: &str) -> Option<u32> {
+/// This process's [`Writer`]; `None` where `/proc` is missing or is not this PID namespace's
+/// own (its `self` names another pid): no temporary file is then ever taken for a leftover.
+fn writer() -> Option<&'static Writer> {
+    static WRITER: OnceLock<Option<Writer>> = OnceLock::new();
+    WRITER
+        .get_or_init(|| {
+            let (pid, start) = pid_and_start(&fs::read_to_string("/proc/self/stat").ok()?)?;
+            if pid != std::process::id() {
+                return None;
+            }
+            let boot = fs::read("/proc/sys/kernel/random/boot_id").ok()?;
+            let ns = fs::read_link("/proc/self/ns/pid").ok()?;
+            let mut key = boot;
+            key.push(0);
+            key.extend_from_slice(ns.as_os_str().as_encoded_bytes());
+            let h = twox_hash::XxHash3_64::oneshot(&key);
+            // "Uid:" then the real, effective, saved and file-system ids.
+            let status = fs::read_to_string("/proc/self/status").ok()?;
+            let uids = status.lines().find_map(|l| l.strip_prefix("Uid:"))?;
+            let uid = uids.split_whitespace().nth(1)?.parse().ok()?;
+            Some(Writer {
+                start,
+                tag: format!("{:08x}", h as u32),
+                uid,
+            })
+        })
+        .as_ref()
+}
+
+/// The pid and start time (field 22) in the text of a `/proc/PID/stat` file. The command
+/// name (field 2, in parentheses) may hold spaces and parentheses: fields are counted after
+/// its last `)`.
+fn pid_and_start(stat: &str) -> Option<(u32, u64)> {
+    let pid = stat.split(' ').next()?.parse().ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let start = rest.split_whitespace().nth(19)?.parse().ok()?;
+    Some((pid, start))
+}
+
+/// What the name of a temporary file says of its writer and itself.
+#[derive(Debug, PartialEq)]
+struct Leftover<'a> {
+    pid: u32,
+    start: u64,
+    tag: &'a str,
+    ino: u64,
+}
+
+/// `s` as a number written the way this module writes one (digits, no sign, no leading zero).
+fn number<T: std::str::FromStr + ToString>(s: &str) -> Option<T> {
+    let n: T = s.parse().ok()?;
+    (s.bytes().all(|b| b.is_ascii_digit()) && n.to_string() == s).then_some(n)
+}
+
+/// The fields of the temporary file name `name`, if it parses exactly as this module names
+/// its temporary files (see the [module documentation](self)).
+fn parse_name(name: &str) -> Option<Leftover<'_>> {
     let inner = name.strip_prefix('.')?.strip_suffix(SUFFIX)?;
-    let mut parts = inner.rsplitn(4, '.');
+    let mut parts = inner.rsplitn(7, '.');
     let random = parts.next()?;
-    let (file_tag, pid, _name) = (parts.next()?, parts.next()?, parts.next()?);
-    let ours = !random.is_empty()
-        && random.bytes().all(|b| b.is_ascii_alphanumeric())
-        && file_tag == tag
-        && !pid.is_empty()
-        && pid.bytes().all(|b| b.is_ascii_digit());
-    ours.then(|| pid.parse().ok()).flatten()
+    let (ino, tag, start, pid) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    parts.next()?;
+    let random_ok = random.len() == RANDOM_LEN && random.bytes().all(|b| b.is_ascii_alphanumeric());
+    let tag_ok = tag.len() == 8 && tag.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    if !random_ok || !tag_ok {
+        return None;
+    }
+    Some(Leftover {
+        pid: number(pid)?,
+        start: number(start)?,
+        tag,
+        ino: number(ino)?,
+    })
+}
+
+/// Whether the process `pid` that started at `start` is gone: `/proc/PID` missing, or
+/// belonging to a process started at another time.
+fn gone(pid: u32, start: u64) -> bool {
+    match fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => pid_and_start(&stat).is_some_and(|(_, now)| now != start),
+        Err(e) => e.kind() == io::ErrorKind::NotFound,
+    }
+}
+
+/// Whether the file `m` describes is the temporary file `left` names: a regular file with
+/// one link, owned by this user, of the inode its name records.
+#[cfg(unix)]
+fn is_the_file(m: &Metadata, left: &Leftover) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let me = writer().map(|w| w.uid);
+    m.is_file() && m.nlink() == 1 && Some(m.uid()) == me && m.ino() == left.ino
+}
+
+#[cfg(not(unix))]
+fn is_the_file(_: &Metadata, _: &Leftover) -> bool {
+    false
 }
 
 /// Removes, once per folder and process, the temporary files in `dir` that processes of this
-/// machine left when they died (see the [module documentation](self)).
+/// boot and PID namespace left when they died (see the [module documentation](self)).
 fn sweep(dir: &Path) {
     static SWEPT: Mutex<Option<HashSet<PathBuf>>> = Mutex::new(None);
-    let Some(tag) = host_tag() else { return };
+    let Some(me) = writer() else { return };
     {
         let mut swept = SWEPT.lock().unwrap_or_else(|e| e.into_inner());
         if !swept
@@ -355,17 +485,16 @@ fn sweep(dir: &Path) {
     let Ok(entries) = fs::read_dir(dir) else {
         return;
     };
-    let me = std::process::id();
+    let my_pid = std::process::id();
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|n| writer_of(n, tag)) else {
+        let Some(left) = name.to_str().and_then(parse_name) else {
             continue;
         };
-        let gone = pid != me
-            && fs::symlink_metadata(format!("/proc/{pid}"))
-                .is_err_and(|e| e.kind() == io::ErrorKind::NotFound);
-        if gone && entry.file_type().is_ok_and(|t| t.is_file()) {
-            let _ = fs::remove_file(entry.path());
+        let dead = left.tag == me.tag && left.pid != my_pid && gone(left.pid, left.start);
+        let path = entry.path();
+        if dead && fs::symlink_metadata(&path).is_ok_and(|m| is_the_file(&m, &left)) {
+            let _ = fs::remove_file(path);
         }
     }
 }
@@ -375,21 +504,70 @@ mod tests {
     use super::*;
 
     #[test]
-    fn temporary_names_are_parsed_back() {
+    fn temporary_names_are_parsed_back_exactly() {
+        let left = |pid, start, tag, ino| {
+            Some(Leftover {
+                pid,
+                start,
+                tag,
+                ino,
+            })
+        };
+        let r = "Xy9AbCdEfGh01234";
         assert_eq!(
-            writer_of(".a.b.sc.1234.0abc12ef.Xy9AbC.sc-tmp", "0abc12ef"),
-            Some(1234)
+            parse_name(&format!(".a.b.sc.1234.56789.0abc12ef.42.{r}.sc-tmp")),
+            left(1234, 56789, "0abc12ef", 42)
         );
-        assert_eq!(writer_of("..1.t.r.sc-tmp", "t"), Some(1));
-        // Another machine's, another pattern, or not ours at all.
         assert_eq!(
-            writer_of(".a.1234.0abc12ef.Xy9AbC.sc-tmp", "ffffffff"),
-            None
+            parse_name(&format!("..1.0.0abc12ef.7.{r}.sc-tmp")),
+            left(1, 0, "0abc12ef", 7)
         );
-        assert_eq!(writer_of(".a.b.Xy9AbC.sc-tmp", "b"), None);
-        assert_eq!(writer_of(".a.12x.t.Xy9AbC.sc-tmp", "t"), None);
-        assert_eq!(writer_of(".a.12.t.Xy-AbC.sc-tmp", "t"), None);
-        assert_eq!(writer_of("a.12.t.XyAbC.sc-tmp", "t"), None);
-        assert_eq!(writer_of(".a.12.t.XyAbC.tmp", "t"), None);
+        for bad in [
+            format!(".a.1234.56789.0abc12ef.{r}.sc-tmp"),
+            format!(".a.1234.56789.0ABC12EF.42.{r}.sc-tmp"),
+            format!(".a.1234.56789.0abc12e.42.{r}.sc-tmp"),
+            format!(".a.01234.56789.0abc12ef.42.{r}.sc-tmp"),
+            format!(".a.+1234.56789.0abc12ef.42.{r}.sc-tmp"),
+            format!(".a.99999999999.56789.0abc12ef.42.{r}.sc-tmp"),
+            format!(".a.1234.5x.0abc12ef.42.{r}.sc-tmp"),
+            ".a.1234.56789.0abc12ef.42.Xy9AbC.sc-tmp".into(),
+            ".a.1234.56789.0abc12ef.42.Xy9AbCdEfGh0123-.sc-tmp".into(),
+            format!("a.1234.56789.0abc12ef.42.{r}.sc-tmp"),
+            format!(".a.1234.56789.0abc12ef.42.{r}.tmp"),
+        ] {
+            assert_eq!(parse_name(&bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn proc_stat_gives_pid_and_start_time() {
+        let fields: Vec<String> = (3..=52).map(|f| f.to_string()).collect();
+        let stat = format!("4321 (a (b) c) {}", fields.join(" "));
+        assert_eq!(pid_and_start(&stat), Some((4321, 22)));
+        assert_eq!(pid_and_start("4321 (a) 3 4"), None);
+        #[cfg(target_os = "linux")]
+        {
+            let me = pid_and_start(&fs::read_to_string("/proc/self/stat").unwrap());
+            assert_eq!(me.map(|m| m.0), Some(std::process::id()));
+        }
+    }
+
+    /// The name of a temporary file made here is parsed back to this process and the file.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_temporary_file_names_its_writer_and_inode() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let out = OutputFile::create(dir.path().join("m.sc"), false).unwrap();
+        let tmp = fs::read_dir(dir.path()).unwrap().next().unwrap().unwrap();
+        let name = tmp.file_name().into_string().unwrap();
+        let left = parse_name(&name).unwrap();
+        let me = writer().unwrap();
+        assert_eq!((left.pid, left.start), (std::process::id(), me.start));
+        assert_eq!(left.tag, me.tag);
+        assert_eq!(left.ino, tmp.metadata().unwrap().ino());
+        assert!(!gone(left.pid, left.start));
+        drop(out);
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 }

@@ -42,6 +42,18 @@ pub fn run_hosted(
     cli::run_hosted(cli).map_err(|e| format!("{e:#}"))
 }
 
+/// [`run_hosted`], stopped once `stop` is set: outputs in progress fail at their next write
+/// (and are removed, as after any failure) and no further file of a folder run begins. Every
+/// hosted run in progress stops when any of their flags is set: the flags stand for the
+/// host's signals, which are the whole process's.
+pub fn run_hosted_until(
+    args: impl IntoIterator<Item = impl Into<OsString> + Clone>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> Result<(), String> {
+    let _watching = cli::process::watch(stop);
+    run_hosted(args)
+}
+
 /// The mode and BEST's sign models that the level flag `-N` asks for, for a level `n` of 1 to
 /// 9 (1 to 5 FAST; 6 BEST without sign models, 7 and 8 BEST, 9 BEST with sign models wherever
 /// they code a block smaller); `None` for other numbers.

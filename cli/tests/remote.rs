@@ -6,9 +6,11 @@ mod common;
 #[path = "../../tests/servers/mod.rs"]
 mod servers;
 
-use common::{fails, ok, tensor_ranges};
+use common::{fails, ok, tensor_ranges, Rng};
+use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output};
+use std::time::{Duration, Instant};
 
 /// Four tensors of `n` KiB of random bytes each.
 fn checkpoint(seed: u64, n: usize) -> Vec<u8> {
@@ -364,5 +366,196 @@ fn outputs_named_after_a_remote_archive_are_local() {
         .collect();
     back.sort();
     assert_eq!(back, ["m.safetensors", "n.safetensors"]);
+    drop(s3);
+}
+
+/// The multipart uploads in progress in the test bucket, as SeaweedFS's S3 API lists them
+/// (`GET /BUCKET?uploads`, ListMultipartUploads): the response's XML.
+fn uploads_in_progress(s3: &servers::S3) -> String {
+    use object_store::signer::{Method, SignedUrlOptions, Signer};
+    use std::io::Read;
+    let store = object_store::aws::AmazonS3Builder::new()
+        .with_endpoint(format!("http://127.0.0.1:{}", s3.server.port))
+        .with_allow_http(true)
+        .with_bucket_name(servers::BUCKET)
+        .with_region("us-east-1")
+        .with_access_key_id(servers::ACCESS_KEY)
+        .with_secret_access_key(servers::SECRET_KEY)
+        .build()
+        .unwrap();
+    let mut options = SignedUrlOptions::new();
+    options.extra_query.push(("uploads".into(), String::new()));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let path = object_store::path::Path::from("");
+    let url = rt
+        .block_on(store.signed_url_opts(Method::GET, &path, Duration::from_secs(300), &options))
+        .unwrap();
+    let target = format!("{}?{}", url.path(), url.query().unwrap_or_default());
+    let mut conn = std::net::TcpStream::connect(("127.0.0.1", s3.server.port)).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    write!(
+        conn,
+        "GET {target} HTTP/1.0\r\nHost: 127.0.0.1:{}\r\n\r\n",
+        s3.server.port
+    )
+    .unwrap();
+    let mut answer = String::new();
+    conn.read_to_string(&mut answer).unwrap();
+    assert!(
+        answer.lines().next().is_some_and(|l| l.contains(" 200 ")),
+        "{answer}"
+    );
+    answer
+}
+
+/// An upload to `s3://` interrupted by SIGINT, SIGTERM or SIGHUP is aborted before `sc`
+/// exits: its parts do not stay at the store.
+#[test]
+fn a_signal_aborts_the_upload_in_progress() {
+    let Some(s3) = servers::weed() else {
+        return;
+    };
+    let env = s3.env();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for (signal, number) in [("INT", 2), ("TERM", 15), ("HUP", 1)] {
+        let fifo = d.join(format!("{signal}.fifo"));
+        let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+        assert!(made.success());
+        let key = format!("signals/{signal}.sc");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sc"))
+            .args(["encode", "-q"])
+            .arg(&fifo)
+            .args(["-o", &format!("s3://{}/{key}", servers::BUCKET)])
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Random bytes, stored as they are: more than two parts' worth goes out, and the
+        // FIFO, held open, keeps the run waiting for more.
+        let mut feed = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+        feed.write_all(&Rng(number as u64).bytes(24 << 20)).unwrap();
+        let start = Instant::now();
+        while !uploads_in_progress(&s3).contains(&key) {
+            assert!(start.elapsed() < Duration::from_secs(60), "no upload began");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let st = Command::new("kill")
+            .args([&format!("-{signal}"), &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let start = Instant::now();
+        while child.try_wait().unwrap().is_none() && start.elapsed() < Duration::from_secs(30) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if child.try_wait().unwrap().is_none() {
+            let _ = child.kill();
+        }
+        let out = child.wait_with_output().unwrap();
+        drop(feed);
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(128 + number), "{signal}: {said}");
+        let left = uploads_in_progress(&s3);
+        assert!(!left.contains(&key), "{signal}: {left}");
+    }
+    drop(s3);
+}
+
+/// An upload that must not replace an object looks again before completing: an object another
+/// uploader completed meanwhile is kept, and the upload is aborted with an error.
+#[test]
+fn an_upload_without_force_keeps_an_object_that_appeared_meanwhile() {
+    use std::io::Read;
+    let Some(s3) = servers::weed() else {
+        return;
+    };
+    let opts = sc::remote::RemoteOptions::default();
+    let url = format!("s3://{}/race/m.sc", servers::BUCKET);
+    let mut ours = sc::remote::Upload::create_new(&url, &opts).unwrap();
+    ours.write_all(b"ours").unwrap();
+    let mut theirs = sc::remote::Upload::create(&url, &opts).unwrap();
+    theirs.write_all(b"theirs").unwrap();
+    theirs.finish().unwrap();
+    let err = ours.finish().unwrap_err().to_string();
+    assert!(err.contains("appeared there during the upload"), "{err}");
+    let mut back = Vec::new();
+    let mut file = sc::remote::RemoteFile::open(&url, &opts).unwrap();
+    file.read_to_end(&mut back).unwrap();
+    assert_eq!(back, b"theirs");
+    assert!(!uploads_in_progress(&s3).contains("race/m.sc"));
+    let again = sc::remote::Upload::create_new(&url, &opts)
+        .err()
+        .map(|e| e.to_string());
+    assert!(again.is_some_and(|e| e.contains("already exists")));
+}
+
+/// Puts `bytes` at `url` (the test process's environment points at the store).
+fn put(url: &str, bytes: &[u8]) {
+    let mut up = sc::remote::Upload::create(url, &sc::remote::RemoteOptions::default()).unwrap();
+    up.write_all(bytes).unwrap();
+    up.finish().unwrap();
+}
+
+/// `sc decode PREFIX/ -o DIR` as a local folder run: two objects meeting at one file are
+/// refused before anything is written, and a failed object does not stop the others.
+#[test]
+fn a_remote_prefix_decodes_as_a_folder_run_does() {
+    let Some(s3) = servers::weed() else {
+        return;
+    };
+    let env = s3.env();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let original = checkpoint(7, 300);
+    std::fs::write(d.join("m.safetensors"), &original).unwrap();
+    let bucket = servers::BUCKET;
+    let meet = format!("s3://{bucket}/meet/");
+    ok(sc_env(
+        d,
+        &[
+            "encode",
+            "m.safetensors",
+            "-o",
+            &format!("{meet}m.safetensors.sc"),
+        ],
+        &env,
+    ));
+    put(&format!("{meet}m.safetensors"), b"plain");
+    let err = fails(
+        sc_env(d, &["decode", "-f", &meet, "-o", "back"], &env),
+        "would both be written",
+    );
+    assert!(err.contains("nothing was written"), "{err}");
+    assert!(!d.join("back").exists());
+
+    let mixed = format!("s3://{bucket}/mixed/");
+    ok(sc_env(
+        d,
+        &[
+            "encode",
+            "m.safetensors",
+            "-o",
+            &format!("{mixed}good.safetensors.sc"),
+        ],
+        &env,
+    ));
+    put(&format!("{mixed}bad.safetensors.sc"), b"not an archive");
+    put(&format!("{mixed}config.json"), b"{}");
+    let out = sc_env(d, &["decode", &mixed, "-o", "out"], &env);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("1 of 3 files in"), "{err}");
+    assert!(
+        err.contains("bad.safetensors") && err.contains("FAILED"),
+        "{err}"
+    );
+    assert!(std::fs::read(d.join("out/good.safetensors")).unwrap() == original);
+    assert_eq!(std::fs::read(d.join("out/config.json")).unwrap(), b"{}");
+    assert!(!d.join("out/bad.safetensors").exists());
     drop(s3);
 }

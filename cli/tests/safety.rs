@@ -329,9 +329,42 @@ fn a_file_size_limit_is_an_error_not_a_kill() {
     assert_eq!(files_in(dir.path()), ["m.safetensors"]);
 }
 
+/// The start time of this process, field 22 of `/proc/self/stat`.
+fn own_start_time() -> String {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let after = &stat[stat.rfind(')').unwrap() + 1..];
+    after.split_whitespace().nth(19).unwrap().to_string()
+}
+
+/// `name` (`.NAME.PID.START.TAG.INODE.RANDOM.sc-tmp`) with its pid, start time and inode
+/// replaced where given.
+fn renamed(name: &str, pid: Option<&str>, start: Option<&str>, ino: Option<u64>) -> String {
+    let mut parts: Vec<String> = name.split('.').map(String::from).collect();
+    let n = parts.len();
+    let ino = ino.map(|i| i.to_string());
+    for (at, new) in [(n - 6, pid), (n - 5, start), (n - 3, ino.as_deref())] {
+        if let Some(new) = new {
+            parts[at] = new.to_string();
+        }
+    }
+    parts.join(".")
+}
+
+/// Writes `bytes` to `dir/name` where `name` is a temporary file's name given the inode it gets
+/// (`name(inode)`): a file that has the inode its name records. Returns the name.
+fn write_named_after_inode(dir: &Path, bytes: &[u8], name: impl Fn(u64) -> String) -> String {
+    use std::os::unix::fs::MetadataExt;
+    let scratch = dir.join("scratch");
+    std::fs::write(&scratch, bytes).unwrap();
+    let name = name(std::fs::metadata(&scratch).unwrap().ino());
+    std::fs::rename(&scratch, dir.join(&name)).unwrap();
+    name
+}
+
 /// A run killed where it cannot clean up (SIGKILL) leaves its temporary file; the next run
-/// writing in that folder removes it, and only it: not the temporary files of live processes,
-/// nor files merely ending in `.sc-tmp`.
+/// writing in that folder removes it, and only what it can tell is such a file: not the
+/// temporary files of live processes, not a copy of a leftover (another inode than its name
+/// records), nor files merely ending in `.sc-tmp`.
 #[test]
 fn the_next_run_removes_temporary_files_of_dead_runs() {
     let dir = tempfile::tempdir().unwrap();
@@ -345,24 +378,44 @@ fn the_next_run_removes_temporary_files_of_dead_runs() {
         .filter(|f| f.ends_with(".sc-tmp"))
         .collect();
     assert_eq!(stale.len(), 1, "{stale:?}");
-    // The same name with the pid of a live process (this one), and a name of another pattern.
-    let pid = child.id().to_string();
-    let live = stale[0].replacen(&format!(".{pid}."), &format!(".{}.", std::process::id()), 1);
-    assert_ne!(live, stale[0]);
-    std::fs::write(dir.path().join(&live), b"live").unwrap();
+    let stale = &stale[0];
+    // A leftover copied into another folder under its name: not the file its name records.
+    let other = tempfile::tempdir().unwrap();
+    std::fs::copy(dir.path().join(stale), other.path().join(stale)).unwrap();
+    // The name of a live process (this one, with its start time), for its own inode; and the
+    // same with this pid but another start time, as if the pid had been reused.
+    let me = std::process::id().to_string();
+    let start = own_start_time();
+    let live = write_named_after_inode(dir.path(), b"live", |ino| {
+        renamed(stale, Some(&me), Some(&start), Some(ino))
+    });
+    let reused = write_named_after_inode(dir.path(), b"reused", |ino| {
+        let other_start = format!("{}", start.parse::<u64>().unwrap() + 1);
+        renamed(stale, Some(&me), Some(&other_start), Some(ino))
+    });
     std::fs::write(dir.path().join(".notes.sc-tmp"), b"mine").unwrap();
     let input = dir.path().join("m.safetensors");
     std::fs::write(&input, &sample).unwrap();
-    let st = sc().args(["encode", "-q"]).arg(&input).status().unwrap();
-    assert!(st.success());
+    for d in [dir.path(), other.path()] {
+        let st = sc()
+            .args(["encode", "-q", "-f"])
+            .arg(&input)
+            .arg("-o")
+            .arg(d.join("m.sc"))
+            .status();
+        assert!(st.unwrap().success());
+    }
     let mut want = vec![
         ".notes.sc-tmp".to_string(),
         live,
         "m.safetensors".into(),
-        "m.safetensors.sc".into(),
+        "m.sc".into(),
     ];
     want.sort();
-    assert_eq!(files_in(dir.path()), want);
+    assert_eq!(files_in(dir.path()), want, "{reused} should have gone");
+    let mut want = vec![stale.clone(), "m.sc".into()];
+    want.sort();
+    assert_eq!(files_in(other.path()), want);
 }
 
 /// An output given as a symbolic link replaces the file the link names, not the link; a link
@@ -755,4 +808,40 @@ fn outputs_keep_the_input_mode_and_time_or_follow_the_umask() {
         (0o755, when)
     );
     assert_eq!(mode(&packed.join("w.safetensors.sc")), 0o600);
+}
+
+#[test]
+fn rm_with_a_remote_input_or_output_is_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("m.safetensors");
+    std::fs::copy(SAMPLE, &input).unwrap();
+    // Port 1 refuses connections: a run that got as far as the network would say so instead.
+    let runs: [&[&str]; 4] = [
+        &[
+            "encode",
+            "--rm",
+            "m.safetensors",
+            "-o",
+            "s3://bucket/m.safetensors.sc",
+        ],
+        &["encode", "--rm", "m.safetensors", "-o", "s3://bucket/dir/"],
+        &[
+            "decode",
+            "--rm",
+            "http://127.0.0.1:1/m.safetensors.sc",
+            "-o",
+            "out",
+        ],
+        &["decode", "--rm", "s3://bucket/prefix/", "-o", "back"],
+    ];
+    for args in runs {
+        let out = common::sc(dir.path(), args, None);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("--rm works on local files only"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(files_in(dir.path()), ["m.safetensors"], "{args:?}");
+    }
 }

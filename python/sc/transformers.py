@@ -147,17 +147,61 @@ def save_pretrained(
     weights as `.sc` archives: exactly the folder that `sc encode DIR -o folder` makes of the
     folder `save_pretrained` writes (config, generation config and safetensors index as they
     are, each `*.safetensors` shard as `*.safetensors.sc`), which `from_pretrained` loads.
-    `mode`, `level`, `block_size` and `threads` as in `sc.compress_file`; an existing file in
-    `folder` fails unless `overwrite`. The checkpoint is first written to a temporary folder
-    beside `folder` (it needs room for the uncompressed weights for a while), then removed."""
+    `mode`, `level`, `block_size` and `threads` as in `sc.compress_file`. `folder` may be a
+    remote prefix (`s3://bucket/model/`). An existing file that would be written fails with
+    `FileExistsError` before anything is written, unless `overwrite`. The checkpoint is first
+    written to a temporary folder beside `folder` (the system's temporary folder for a remote
+    one; it needs room for the uncompressed weights for a while), then removed."""
     if kwargs.get("safe_serialization") is False:
         raise ValueError("save_pretrained writes safetensors shards as archives: safe_serialization=False has none")
     if kwargs.get("push_to_hub"):
         raise ValueError("save_pretrained does not push to the Hub: push the folder it writes")
+    prefix = _remote(folder)
     folder = os.fspath(folder)
-    parent = os.path.dirname(os.path.abspath(folder))
-    os.makedirs(parent, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".sc-save-", dir=parent) as plain:
+    if prefix is None:
+        _check_folder(folder)
+        # The checkpoint goes beside the folder, on its file system.
+        scratch = os.path.dirname(os.path.abspath(folder))
+        os.makedirs(scratch, exist_ok=True)
+    else:
+        scratch = None
+    with tempfile.TemporaryDirectory(prefix=".sc-save-", dir=scratch) as plain:
         model.save_pretrained(plain, **kwargs)
-        compress_folder(plain, folder, mode=mode, level=level, block_size=block_size,
-                        threads=threads, overwrite=overwrite)
+        if not overwrite:
+            _check_outputs(plain, folder, prefix)
+        try:
+            compress_folder(plain, prefix or folder, mode=mode, level=level,
+                            block_size=block_size, threads=threads, overwrite=overwrite)
+        except _sc.ScError as e:
+            # The checkpoint's folder is gone when this is seen: name what it held instead.
+            raise _sc.ScError(str(e).replace(plain, "<checkpoint from model.save_pretrained>")) from None
+
+
+# What `sc encode DIR` codes; every other file is copied as it is.
+_CODED = (".safetensors", ".gguf")
+
+
+def _check_folder(folder: str) -> None:
+    """Fails unless `folder` is a folder or nothing yet (a dangling link, a file)."""
+    if os.path.islink(folder) and not os.path.exists(folder):
+        raise FileNotFoundError(2, "A symbolic link to a missing folder", folder)
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise NotADirectoryError(20, "Not a directory", folder)
+
+
+def _check_outputs(plain: str, folder: str, prefix: str | None) -> None:
+    """Fails, before anything is written, if a file that compressing the checkpoint folder
+    `plain` into `folder` (or the remote `prefix`) writes exists already."""
+    outputs = []
+    for root, _, files in os.walk(plain):
+        for name in sorted(files):
+            rel = os.path.relpath(os.path.join(root, name), plain)
+            outputs.append(rel + ".sc" if rel.endswith(_CODED) else rel)
+    if prefix is not None:
+        listed = {url for url, _ in _sc.list_prefix(prefix)}
+        taken = [prefix + rel.replace(os.sep, "/") for rel in outputs]
+        taken = [url for url in taken if url in listed]
+    else:
+        taken = [p for p in (os.path.join(folder, rel) for rel in outputs) if os.path.lexists(p)]
+    if taken:
+        raise FileExistsError(17, "File exists (overwrite=True replaces it)", taken[0])

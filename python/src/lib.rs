@@ -18,8 +18,9 @@ use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Cursor, Read, Seek, SeekFrom, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 pyo3::create_exception!(
     sc,
@@ -98,12 +99,70 @@ fn run<T: Send>(
     context: Option<&Path>,
     f: impl FnOnce() -> Res<T> + Send,
 ) -> PyResult<T> {
-    let out = py.detach(|| {
-        catch_unwind(AssertUnwindSafe(|| match pool {
-            Some(p) => p.install(f),
-            None => f(),
-        }))
+    let out = py.detach(|| caught(pool, f));
+    finished(out, context)
+}
+
+/// `f`, on `pool` when given, a panic caught.
+fn caught<T: Send>(
+    pool: Option<&ThreadPool>,
+    f: impl FnOnce() -> Res<T> + Send,
+) -> std::thread::Result<Res<T>> {
+    catch_unwind(AssertUnwindSafe(|| match pool {
+        Some(p) => p.install(f),
+        None => f(),
+    }))
+}
+
+/// How often a long call lets Python run its signal handlers.
+const SIGNAL_POLL: Duration = Duration::from_millis(50);
+
+/// [`run`] for the long calls, which Ctrl-C must stop: `f` runs on a thread of its own while
+/// this one runs Python's signal handlers every 50 ms. When one raises (`KeyboardInterrupt`),
+/// the flag `f` is given is set; `f` stops at its next block (its outputs unfinished, so
+/// removed: see [`Stoppable`]), and the handler's exception is raised.
+fn run_stoppable<T: Send>(
+    py: Python<'_>,
+    pool: Option<&ThreadPool>,
+    context: Option<&Path>,
+    f: impl FnOnce(&Arc<AtomicBool>) -> Res<T> + Send,
+) -> PyResult<T> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut raised = None;
+    let done = (Mutex::new(false), Condvar::new());
+    let out = std::thread::scope(|s| {
+        let job = s.spawn(|| {
+            let out = caught(pool, || f(&stop));
+            *done.0.lock().unwrap_or_else(|e| e.into_inner()) = true;
+            done.1.notify_all();
+            out
+        });
+        loop {
+            let finished = py.detach(|| {
+                let guard = done.0.lock().unwrap_or_else(|e| e.into_inner());
+                let waited = done.1.wait_timeout_while(guard, SIGNAL_POLL, |d| !*d);
+                waited.map_or(true, |(d, _)| *d)
+            });
+            if finished {
+                break;
+            }
+            if raised.is_none() {
+                if let Err(e) = py.check_signals() {
+                    stop.store(true, Ordering::Relaxed);
+                    raised = Some(e);
+                }
+            }
+        }
+        py.detach(|| job.join())
     });
+    if let Some(e) = raised {
+        return Err(e);
+    }
+    finished(out.unwrap_or_else(Err), context)
+}
+
+/// The result of a job run by [`run`]: its error as Python's, a panic as `ScError`.
+fn finished<T>(out: std::thread::Result<Res<T>>, context: Option<&Path>) -> PyResult<T> {
     match out {
         Ok(r) => r.map_err(|e| e.into_py(context)),
         Err(panic) => {
@@ -119,6 +178,32 @@ fn run<T: Send>(
             )))
         }
     }
+}
+
+/// A writer that fails once its flag is set (by [`run_stoppable`]): the job writing through
+/// it ends at its next block, as after any write error, and its unfinished output goes.
+struct Stoppable<'a, W> {
+    inner: W,
+    stop: &'a AtomicBool,
+}
+
+impl<W: Write> Write for Stoppable<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.stop.load(Ordering::Relaxed) {
+            // Not `ErrorKind::Interrupted`, which writers retry.
+            return Err(io::Error::other("interrupted"));
+        }
+        self.inner.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// `w`, stopped by `stop`.
+fn stoppable<W: Write>(w: W, stop: &AtomicBool) -> Stoppable<'_, W> {
+    Stoppable { inner: w, stop }
 }
 
 /// A `threads=` argument, as the command line takes `-T`: a whole number, 0 for all cores.
@@ -622,7 +707,7 @@ fn encode_parts(
         spans.push((b.buf_ptr() as usize, b.len_bytes()));
     }
     opts.input_len = Some(spans.iter().map(|s| s.1 as u64).sum());
-    let archive = run(py, pool.as_deref(), dst.as_deref(), || {
+    let archive = run_stoppable(py, pool.as_deref(), dst.as_deref(), |stop| {
         // SAFETY: the buffers stay exported, so their memory stays put, while `parts` lives.
         let input = || Parts {
             parts: spans
@@ -635,18 +720,18 @@ fn encode_parts(
             Some(d) if remote::is_url_path(d) => {
                 let url = d.to_str().unwrap_or_default();
                 remote::encode_to_url(url, overwrite, |w| {
-                    sc::encode(input(), w, &opts)?;
+                    sc::encode(input(), stoppable(w, stop), &opts)?;
                     Ok(None)
                 })
             }
             Some(d) => write_atomically(d, overwrite, |w| {
-                sc::encode(input(), w, &opts)?;
+                sc::encode(input(), stoppable(w, stop), &opts)?;
                 Ok(())
             })
             .map(|()| None),
             None => {
                 let mut out = Vec::new();
-                sc::encode(input(), &mut out, &opts)?;
+                sc::encode(input(), stoppable(&mut out, stop), &opts)?;
                 Ok(Some(out))
             }
         }
@@ -674,7 +759,7 @@ fn compress_file<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let opts = encode_options(mode, level, block_size, md5)?;
     let pool = thread_pool(threads)?;
-    let report = run(py, pool.as_deref(), Some(&src), || {
+    let report = run_stoppable(py, pool.as_deref(), Some(&src), |stop| {
         // A remote source is copied to a temporary file first: finding repeated tensors
         // reads the input twice.
         let f = match src.to_str().filter(|s| sc::remote::is_url(s)) {
@@ -687,11 +772,13 @@ fn compress_file<'py>(
             ..opts
         };
         if let Some(url) = dst.to_str().filter(|s| sc::remote::is_url(s)) {
-            return remote::encode_to_url(url, overwrite, |w| Ok(sc::encode_file(&f, w, &opts)?));
+            return remote::encode_to_url(url, overwrite, |w| {
+                Ok(sc::encode_file(&f, stoppable(w, stop), &opts)?)
+            });
         }
         let mut report = None;
         write_atomically(&dst, overwrite, |w| {
-            report = Some(sc::encode_file(&f, w, &opts)?);
+            report = Some(sc::encode_file(&f, stoppable(w, stop), &opts)?);
             Ok(())
         })?;
         report.ok_or_else(|| Failure::Py(ScError::new_err("encoding did not finish")))
@@ -770,9 +857,10 @@ fn decompress_file<'py>(
     base: Option<PathBuf>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let pool = thread_pool(threads)?;
-    let report = run(py, pool.as_deref(), Some(&src), || {
+    let report = run_stoppable(py, pool.as_deref(), Some(&src), |stop| {
         let mut report = None;
         write_atomically(&dst, overwrite, |w| {
+            let w = stoppable(w, stop);
             report = Some(decode_to(&src, w, check_md5, base.as_deref())?);
             Ok(())
         })?;
@@ -792,8 +880,8 @@ fn verify<'py>(
     base: Option<PathBuf>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let pool = thread_pool(threads)?;
-    let report = run(py, pool.as_deref(), Some(&path), || {
-        decode_to(&path, io::sink(), true, base.as_deref())
+    let report = run_stoppable(py, pool.as_deref(), Some(&path), |stop| {
+        decode_to(&path, stoppable(io::sink(), stop), true, base.as_deref())
     })?;
     decode_report(py, &report)
 }

@@ -196,3 +196,75 @@ def test_read_into_checks_its_buffers(sample_archive):
         r.read_into([(start, start + 2), (start + 2, start + 4)], [buf[:2], buf[1:3]])
     with pytest.raises(sc.ScError, match="not inside"):
         r.read_into([(10**12, 10**12 + 2)], [np.empty(2, np.uint8)])
+
+
+# Long calls stop between blocks: small ones stop them soon.
+BLOCK = 1 << 20
+
+
+@pytest.fixture(scope="module")
+def slow_input(tmp_path_factory):
+    """A safetensors file of 64 MB of BF16 weights, and its BEST archive in blocks of 1 MiB:
+    coded on one thread with BEST, each takes several seconds, a block well under one."""
+    import ml_dtypes
+    import numpy as np
+    import safetensors.numpy
+
+    d = tmp_path_factory.mktemp("slow")
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal(32 << 20, dtype=np.float32).astype(ml_dtypes.bfloat16)
+    src = d / "m.safetensors"
+    safetensors.numpy.save_file({"w": w.reshape(-1, 4096)}, src)
+    archive = tmp_path_factory.mktemp("slow-archive") / "m.safetensors.sc"
+    sc.compress_file(src, archive, mode="best", block_size=BLOCK)
+    return src, archive
+
+
+def interrupted(call, after=0.4):
+    """Runs `call` with SIGINT sent to this process `after` seconds in: the seconds from the
+    signal to `KeyboardInterrupt`, which it must raise."""
+    import signal
+    import threading
+    import time
+
+    sent = []
+
+    def send():
+        sent.append(time.monotonic())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    timer = threading.Timer(after, send)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            call()
+    finally:
+        timer.cancel()
+    assert sent, "the call ended before the signal"
+    return time.monotonic() - sent[0]
+
+
+@pytest.mark.parametrize("what", ["compress_file", "compress_folder", "decompress_file", "verify"])
+def test_ctrl_c_stops_long_calls_and_leaves_no_temporary(slow_input, tmp_path, what):
+    src, archive = slow_input
+    out = tmp_path / "out"
+    calls = {
+        "compress_file": lambda: sc.compress_file(src, out, mode="best", block_size=BLOCK, threads=1),
+        "compress_folder": lambda: sc.compress_folder(src.parent, out, mode="best", block_size=BLOCK, threads=1),
+        "decompress_file": lambda: sc.decompress_file(archive, out, threads=1),
+        "verify": lambda: sc.verify(archive, threads=1),
+    }
+    import shutil
+    import time
+
+    begun = time.monotonic()
+    calls[what]()
+    whole = time.monotonic() - begun
+    shutil.rmtree(out, ignore_errors=True)
+    if out.exists():
+        out.unlink()
+    took = interrupted(calls[what], after=whole / 10)
+    # Before, the whole job ran first; now the blocks in flight finish and it stops.
+    assert took < whole / 2, f"{what}: KeyboardInterrupt {took:.2f} s after the signal, the job {whole:.2f} s"
+    left = [p for p in tmp_path.rglob("*")] + [p for p in src.parent.iterdir() if p.name.endswith(".sc-tmp")]
+    assert left == [] or (what == "compress_folder" and all(p.is_dir() for p in left)), left

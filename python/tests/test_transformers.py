@@ -109,7 +109,49 @@ def test_save_pretrained_writes_what_sc_encode_makes(tmp_path, shard):
     assert sorted(os.listdir(tmp_path)) == ["CLI", "OUT", "plain"]
     loaded = sc.transformers.from_pretrained(transformers.BertForMaskedLM, tmp_path / "OUT")
     assert_same_state(model, loaded)
-    with pytest.raises(sc.ScError, match="failed"):
+    with pytest.raises(FileExistsError):
         sc.transformers.save_pretrained(model, tmp_path / "OUT")
     sc.transformers.save_pretrained(model, tmp_path / "OUT", overwrite=True)
     assert_same_state(model, sc.transformers.from_pretrained(transformers.BertForMaskedLM, tmp_path / "OUT"))
+
+
+def test_save_pretrained_refuses_an_existing_file_before_writing(tmp_path):
+    out = tmp_path / "OUT"
+    out.mkdir()
+    (out / "config.json").write_text("the user's own")
+    with pytest.raises(FileExistsError) as e:
+        sc.transformers.save_pretrained(tiny_bert(), out)
+    assert e.value.filename == os.path.join(out, "config.json")
+    assert os.listdir(out) == ["config.json"] and (out / "config.json").read_text() == "the user's own"
+    assert sorted(os.listdir(tmp_path)) == ["OUT"]
+
+
+def test_save_pretrained_failures_name_no_deleted_folder(tmp_path):
+    out = tmp_path / "OUT"
+    (out / "model.safetensors.sc").mkdir(parents=True)
+    with pytest.raises(sc.ScError) as e:
+        sc.transformers.save_pretrained(tiny_bert(), out, overwrite=True)
+    assert ".sc-save-" not in str(e.value) and "model.save_pretrained" in str(e.value), str(e.value)
+    assert sorted(os.listdir(tmp_path)) == ["OUT"]
+
+
+def test_save_pretrained_into_a_dangling_link_fails_once(tmp_path):
+    link = tmp_path / "OUT"
+    link.symlink_to(tmp_path / "missing")
+    with pytest.raises(FileNotFoundError) as e:
+        sc.transformers.save_pretrained(tiny_bert(), link)
+    assert e.value.filename == str(link) and str(e.value).count(str(link)) == 1
+    assert sorted(os.listdir(tmp_path)) == ["OUT"]
+
+
+def test_save_pretrained_to_s3_leaves_no_local_folder(tmp_path, s3_env, weed, monkeypatch):
+    weed.make_bucket("sc-save")
+    monkeypatch.chdir(tmp_path)
+    model = tiny_bert()
+    sc.transformers.save_pretrained(model, "s3://sc-save/bert/")
+    assert os.listdir(tmp_path) == []
+    loaded = sc.transformers.from_pretrained(transformers.BertForMaskedLM, "s3://sc-save/bert/")
+    assert_same_state(model, loaded)
+    with pytest.raises(FileExistsError):
+        sc.transformers.save_pretrained(model, "s3://sc-save/bert/")
+    assert os.listdir(tmp_path) == []

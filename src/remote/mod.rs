@@ -26,13 +26,14 @@ mod fetch;
 mod upload;
 
 pub use fetch::RemoteFile;
-pub use upload::Upload;
+pub use upload::{abort_unfinished, Upload};
 
 use crate::error::{Error, Result};
 use futures::StreamExt;
 use object_store::aws::AmazonS3Builder;
 use object_store::client::{ClientConfigKey, HttpClient, HttpConnector, HttpError, HttpErrorKind};
 use object_store::http::HttpBuilder;
+use object_store::multipart::MultipartStore;
 use object_store::path::Path;
 use object_store::{BackoffConfig, ClientOptions, ObjectStore, RetryConfig};
 use std::borrow::Cow;
@@ -144,6 +145,8 @@ struct Location {
     /// The timeouts its requests run under, for messages.
     timeout: Duration,
     retry_timeout: Duration,
+    /// The store of an `s3://` location, for multipart uploads ([`Upload`]).
+    multipart: Option<Arc<dyn MultipartStore>>,
 }
 
 impl Location {
@@ -175,7 +178,7 @@ impl Location {
         let path = Path::from_url_path(parsed.path().trim_start_matches('/'))
             .map_err(|e| bad(&e.to_string()))?;
         let scheme = parsed.scheme().to_ascii_lowercase();
-        let (store, bucket): (Arc<dyn ObjectStore>, _) = match scheme.as_str() {
+        let (store, bucket, multipart): (Arc<dyn ObjectStore>, _, _) = match scheme.as_str() {
             "http" | "https" => {
                 let origin = parsed[..url::Position::BeforePath].to_string();
                 let store = HttpBuilder::new()
@@ -184,7 +187,7 @@ impl Location {
                     .with_retry(retry)
                     .build()
                     .map_err(|e| bad(&e.to_string()))?;
-                (Arc::new(store), None)
+                (Arc::new(store), None, None)
             }
             "s3" => {
                 let bucket = parsed
@@ -208,11 +211,14 @@ impl Location {
                     || env("AWS_WEB_IDENTITY_TOKEN_FILE").is_some()
                     || env("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI").is_some()
                     || env("AWS_CONTAINER_CREDENTIALS_FULL_URI").is_some();
-                let store = builder
-                    .with_skip_signature(!keyed)
-                    .build()
-                    .map_err(|e| bad(&e.to_string()))?;
-                (Arc::new(store), Some(bucket))
+                let store = Arc::new(
+                    builder
+                        .with_skip_signature(!keyed)
+                        .build()
+                        .map_err(|e| bad(&e.to_string()))?,
+                );
+                let multipart: Arc<dyn MultipartStore> = store.clone();
+                (store, Some(bucket), Some(multipart))
             }
             _ => return Err(bad("not an http://, https:// or s3:// location")),
         };
@@ -223,6 +229,7 @@ impl Location {
             bucket,
             timeout: opts.timeout,
             retry_timeout: opts.retry_timeout,
+            multipart,
         })
     }
 

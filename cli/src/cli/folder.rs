@@ -382,6 +382,11 @@ fn run(
                 memory.give(mine);
                 coded?
             }
+            _ if super::url_of(&job.src).is_some() => {
+                let copied = super::copy_remote(&job.src.to_string_lossy(), &job.dest, force)?;
+                progress(copied);
+                (copied, copied)
+            }
             _ => {
                 let mut f = File::open(&job.src)
                     .with_context(|| format!("cannot open {}", job.src.display()))?;
@@ -404,6 +409,9 @@ fn run(
         for _ in 0..FILES_IN_FLIGHT.min(jobs.len()) {
             s.spawn(|_| {
                 while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    if super::process::stopped() {
+                        break;
+                    }
                     let outcome = one(&jobs[i]);
                     if let Ok(mut o) = outcomes.lock() {
                         o[i] = Some(outcome);
@@ -630,4 +638,68 @@ pub(super) fn archive_memory_needed(path: &Path) -> u64 {
         .ok()
         .and_then(|mut f| sc::archive_memory_needed(&mut f).ok())
         .unwrap_or(sc::memory_needed(sc::MAX_BLOCK_SIZE))
+}
+
+/// `sc decode PREFIX/ -o DIR`: every object `listed` under the remote prefix (a sharded
+/// checkpoint made by `sc encode DIR -o PREFIX/`) restored into `dir` at the same relative
+/// path, archives decoded and other files copied, as a local folder run does: an object whose
+/// key makes no path inside `dir` is skipped with a note, two objects that would be written to
+/// one file are refused before anything is written, and a failed object does not stop the
+/// others.
+pub fn decode_prefix(
+    a: &DecodeArgs,
+    prefix: &str,
+    dir: &Path,
+    listed: &[(String, u64)],
+    base: Option<&sc::Base>,
+) -> Result<()> {
+    let quiet = a.common.talk.quiet;
+    let mut jobs = Vec::new();
+    for (url, len) in listed {
+        let rel = url.strip_prefix(prefix).unwrap_or_default();
+        let archive = rel.strip_suffix(".sc");
+        let path = Path::new(archive.unwrap_or(rel));
+        let inside = path
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)));
+        if rel.is_empty() || !inside {
+            if !quiet {
+                note(format_args!(
+                    "sc: note: skipping {}: its name makes no path inside {}",
+                    printable(url),
+                    dir.display()
+                ));
+            }
+            continue;
+        }
+        jobs.push(Job {
+            src: PathBuf::from(url),
+            dest: dir.join(path),
+            shown: printable(rel).into_owned(),
+            len: *len,
+            work: match archive {
+                Some(_) => Work::Code,
+                None => Work::Copy,
+            },
+        });
+    }
+    if !jobs.iter().any(|j| matches!(j.work, Work::Code)) {
+        bail!("{prefix}: no .sc archive under it");
+    }
+    super::collide::check(jobs.iter().map(|j| (j.src.as_path(), j.dest.as_path())))?;
+    fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let start = Instant::now();
+    let memory = memory(&a.common, || 0);
+    let outcomes = run(
+        &jobs,
+        quiet,
+        a.out.force,
+        memory,
+        |_| 0,
+        |job, memory, progress| {
+            let r = decode_one(&job.src, Some(&job.dest), a, memory, base, progress)?;
+            Ok((r.archive_len, r.original_len))
+        },
+    );
+    report(prefix, &jobs, &outcomes, "decoded", quiet, start)
 }

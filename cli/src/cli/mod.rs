@@ -13,7 +13,7 @@ mod lab;
 pub(crate) mod level;
 mod outdir;
 mod output;
-mod process;
+pub(crate) mod process;
 mod remove;
 mod resources;
 mod text;
@@ -232,6 +232,7 @@ impl Cli {
                 a.mode = Some(a.level.resolve(a.mode)?);
                 stdin_when_none(&mut a.inputs)?;
                 several_inputs(&a.inputs, &a.out)?;
+                remove::local_only(a.rm, &a.inputs, a.out.output.as_deref())?;
                 a.common.talk = talk;
                 if let Some(note) = a.level.note().filter(|_| talk.verbose()) {
                     self::note(format_args!("{note}"));
@@ -240,6 +241,7 @@ impl Cli {
             Command::Decode(a) => {
                 stdin_when_none(&mut a.inputs)?;
                 several_inputs(&a.inputs, &a.out)?;
+                remove::local_only(a.rm, &a.inputs, a.out.output.as_deref())?;
                 a.common.talk = talk;
             }
             Command::Verify(a) => {
@@ -975,67 +977,18 @@ fn decode(a: &DecodeArgs) -> Result<()> {
     Ok(())
 }
 
-/// `sc decode PREFIX/ -o DIR`: every archive under the remote prefix (a sharded checkpoint
-/// made by `sc encode DIR`) decoded into `DIR`, at the same relative paths.
+/// `sc decode PREFIX/ -o DIR`: every archive under the remote prefix decoded into `DIR`, every
+/// other object copied (see [`folder::decode_prefix`]).
 fn decode_prefix(a: &DecodeArgs, prefix: &str) -> Result<()> {
     let Some(dir) = a.out.output.as_deref().filter(|o| !is_stdio(o)) else {
         bail!("decoding the remote folder {prefix} needs -o DIR");
     };
     let listed = sc::remote::list(prefix, &remote_options())?;
-    if !listed.iter().any(|(url, _)| url.ends_with(".sc")) {
-        bail!("{prefix}: no .sc archive under it");
-    }
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let base = a.base.open(None)?;
-    let memory = memory(&a.common, || 0);
-    // Archives are decoded, any other file (a folder's config.json, tokenizer) copied.
-    for (url, _) in &listed {
-        // The listing names each object after the prefix as given; one that does not start
-        // with it has no path of its own under DIR.
-        let Some(rel) = url.strip_prefix(prefix) else {
-            bail!("{url}: listed under {prefix} but not named after it");
-        };
-        let archive = rel.strip_suffix(".sc");
-        let rel = Path::new(archive.unwrap_or(rel));
-        if !rel
-            .components()
-            .all(|c| matches!(c, std::path::Component::Normal(_)))
-        {
-            bail!(
-                "{url}: its name does not make a path inside {}",
-                dir.display()
-            );
-        }
-        let dest = dir.join(rel);
-        if let Some(parent) = dest.parent() {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("cannot create {}", parent.display()))?;
-        }
-        if archive.is_none() {
-            copy_remote(url, &dest, a.out.force)?;
-            continue;
-        }
-        let start = Instant::now();
-        let report = decode_one(
-            Path::new(url),
-            Some(&dest),
-            a,
-            memory,
-            base.as_ref(),
-            &|_| {},
-        )?;
-        if !a.common.talk.quiet {
-            note(format_args!(
-                "{}",
-                decoded_line(Path::new(url), &report, start)
-            ));
-        }
-    }
-    Ok(())
+    folder::decode_prefix(a, prefix, dir, &listed, a.base.open(None)?.as_ref())
 }
 
-/// Copies the object at `url` to the file `dest` as it is.
-fn copy_remote(url: &str, dest: &Path, force: bool) -> Result<()> {
+/// Copies the object at `url` to the file `dest` as it is; returns the bytes copied.
+fn copy_remote(url: &str, dest: &Path, force: bool) -> Result<u64> {
     let mut file = sc::remote::RemoteFile::open(url, &remote_options())?;
     let whole = 0..file.len();
     file.will_read(std::slice::from_ref(&whole));
@@ -1044,14 +997,14 @@ fn copy_remote(url: &str, dest: &Path, force: bool) -> Result<()> {
         binary: true,
         ..Default::default()
     };
-    write_with(Some(dest), &settings, |w| {
+    let (copied, _) = write_with(Some(dest), &settings, |w| {
         io::copy(&mut file, w).map_err(|e| {
             about(sc::Error::from(e).into(), || {
                 format!("copying {}", shown_url(url))
             })
         })
     })?;
-    Ok(())
+    Ok(copied)
 }
 
 /// The summary line of a file decoded from `input`.

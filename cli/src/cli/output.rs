@@ -78,7 +78,12 @@ impl Output {
             if !s.force && sc::remote::Upload::exists(url, &opts)? {
                 bail!("{url} already exists (use -f to overwrite)");
             }
-            let upload = sc::remote::Upload::create(url, &opts)?;
+            // Without -f, an object another uploader completes meanwhile is not replaced
+            // either (as far as the store lets it be told: see `Upload::create_new`).
+            let upload = match s.force {
+                true => sc::remote::Upload::create(url, &opts)?,
+                false => sc::remote::Upload::create_new(url, &opts)?,
+            };
             return Ok(Output::Remote(Box::new(upload)));
         }
         let out = OutputFile::create(dest, s.force).map_err(|e| refused(dest, e))?;
@@ -163,12 +168,23 @@ fn refused(dest: &Path, e: io::Error) -> anyhow::Error {
     }
 }
 
+/// The error of a write after the host asked the run to stop ([`super::process::stopped`]).
+fn unless_stopped() -> io::Result<()> {
+    match super::process::stopped() {
+        // Not `ErrorKind::Interrupted`, which writers retry.
+        true => Err(io::Error::other("interrupted")),
+        false => Ok(()),
+    }
+}
+
 impl Write for Output {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        unless_stopped()?;
         self.writer().write(buf)
     }
 
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        unless_stopped()?;
         self.writer().write_all(buf)
     }
 

@@ -5,6 +5,7 @@
 use std::io::{self, Write};
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Signals after which `sc` removes its temporary outputs and exits with 128 + the signal.
 const FATAL: [(libc::c_int, &str); 3] = [
@@ -24,6 +25,37 @@ pub fn set_verbose(verbose: bool) {
 /// Whether `-v` was given.
 pub fn verbose() -> bool {
     VERBOSE.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// The stop flags of the hosted runs in progress ([`watch`]).
+static STOPS: Mutex<Vec<Arc<AtomicBool>>> = Mutex::new(Vec::new());
+
+fn stops() -> MutexGuard<'static, Vec<Arc<AtomicBool>>> {
+    STOPS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A stop flag watched while it lives: see [`watch`].
+pub struct Watching(Arc<AtomicBool>);
+
+/// Watches `stop` until the guard is dropped: while any watched flag is set, [`stopped`] says
+/// so, and outputs and folder runs stop.
+pub fn watch(stop: Arc<AtomicBool>) -> Watching {
+    stops().push(stop.clone());
+    Watching(stop)
+}
+
+impl Drop for Watching {
+    fn drop(&mut self) {
+        let mut all = stops();
+        if let Some(at) = all.iter().position(|s| Arc::ptr_eq(s, &self.0)) {
+            all.swap_remove(at);
+        }
+    }
+}
+
+/// Whether the host asked the runs in progress to stop.
+pub fn stopped() -> bool {
+    stops().iter().any(|s| s.load(Ordering::Relaxed))
 }
 
 /// Write end of the pipe the signal handler reports signals on.
@@ -83,7 +115,8 @@ extern "C" fn on_signal(signal: libc::c_int) {
 
 /// Handles INT, TERM and HUP (unless they were ignored when `sc` started, as under `nohup`):
 /// the handler writes the signal to a pipe, and a thread reading it removes the unfinished
-/// outputs and exits with 128 + the signal.
+/// outputs, aborts the uploads in progress (their parts deleted at the store) and exits with
+/// 128 + the signal.
 fn install_cleanup() -> io::Result<()> {
     let mut fds = [0 as libc::c_int; 2];
     // SAFETY: `fds` has room for the two descriptors.
@@ -101,6 +134,7 @@ fn install_cleanup() -> io::Result<()> {
             if n == 1 {
                 let signal = byte as libc::c_int;
                 sc::output::remove_unfinished();
+                sc::remote::abort_unfinished();
                 let what = FATAL
                     .iter()
                     .find(|(s, _)| *s == signal)

@@ -7,7 +7,7 @@ use anyhow::{bail, Context, Result};
 use std::fs::{self, File, Metadata};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// What `--rm` compares to know the input is the file that was read, unchanged: device,
 /// inode, size and modification time.
@@ -26,6 +26,23 @@ impl Snapshot {
             size: m.len(),
             mtime: (m.mtime(), m.mtime_nsec()),
         }
+    }
+}
+
+/// `--rm` (`rm`) deletes a local input once its local output is read back: a remote input
+/// cannot be deleted, nor a remote output read back from disk, so either is refused before
+/// anything runs.
+pub fn local_only(
+    rm: bool,
+    inputs: &[PathBuf],
+    output: Option<&Path>,
+) -> std::result::Result<(), String> {
+    let remote = inputs.iter().map(PathBuf::as_path).chain(output);
+    match remote.filter(|_| rm).find_map(super::url_of) {
+        Some(url) => Err(format!(
+            "--rm works on local files only: {url} is remote (remove it with the store's own tools)"
+        )),
+        None => Ok(()),
     }
 }
 
