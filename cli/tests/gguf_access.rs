@@ -191,7 +191,7 @@ fn info_describes_a_gguf_archive() {
         .lines()
         .find(|l| l.starts_with("  tokenizer.ggml.tokens = ["))
         .unwrap();
-    assert!(line.ends_with(" characters)"), "{line}");
+    assert!(line.ends_with(" values)"), "{line}");
     assert!(
         header.contains("  general.architecture = llama\n"),
         "{header}"

@@ -507,7 +507,7 @@ fn verbose_output_to_a_device_is_not_read_back() {
         let err = stderr(&ok(sc(d, args, None)));
         assert!(!err.contains("cannot be read back"), "{err}");
         assert!(
-            err.contains("codecs:  not shown: the archive is not a file"),
+            err.contains("codecs:  not shown: the archive is not a local file"),
             "{err}"
         );
     }

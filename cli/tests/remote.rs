@@ -53,7 +53,11 @@ fn commands_read_an_archive_over_http() {
     let url = nginx.url("m.safetensors.sc");
 
     let info = ok(common::sc(d, &["info", &url], None));
-    assert!(String::from_utf8_lossy(&info.stdout).contains("layer2.weight"));
+    let shown = String::from_utf8_lossy(&info.stdout);
+    assert!(shown.contains("layer2.weight"), "{shown}");
+    // No empty headings: what a remote summary cannot show is said.
+    assert!(!shown.contains("transforms:"), "{shown}");
+    assert!(shown.contains("codecs:      not fetched: a remote archive's"), "{shown}");
     assert!(nginx.requests().len() <= 2, "{:?}", nginx.requests());
     let list = ok(common::sc(d, &["list", &url], None));
     assert!(String::from_utf8_lossy(&list.stdout).contains("layer3.weight"));
@@ -87,6 +91,7 @@ fn commands_read_an_archive_over_http() {
         said.contains("requests") && said.contains("waiting on the network"),
         "{said}"
     );
+    assert!(said.contains("a remote location"), "{said}");
     // Nothing overwritten without -f.
     fails(common::sc(d, &["decode", &url], None), "already exists");
     ok(common::sc(d, &["verify", &url], None));

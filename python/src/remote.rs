@@ -230,7 +230,12 @@ pub fn encode_to_url<T>(
             dst.to_string(),
         ))));
     }
-    let mut upload = sc::remote::Upload::create(dst, &options())?;
+    // Without `overwrite`, the upload also refuses to complete over an object that appeared
+    // while it was sent.
+    let mut upload = match overwrite {
+        true => sc::remote::Upload::create(dst, &options())?,
+        false => sc::remote::Upload::create_new(dst, &options())?,
+    };
     let out = {
         let mut w = io::BufWriter::with_capacity(8 << 20, &mut upload);
         let out = write(&mut w)?;

@@ -136,3 +136,35 @@ def test_sc_extract_output_reads_back_with_the_gguf_package(model, tmp_path):
             assert got.fields[name].contents() == field.contents(), name
     assert got.fields["GGUF.tensor_count"].contents() == 3
     assert got.alignment == 64
+
+
+def test_metadata_of_a_metadata_bomb_stays_a_small_multiple_of_the_header(tmp_path):
+    """A GGUF array of two million booleans (2 MB of header) read as metadata() costs a small
+    multiple of the header, not ~62 times it; its text is the JSON array, whole."""
+    import subprocess
+    import sys
+
+    n = 2_000_000
+    w = gguf.GGUFWriter(tmp_path / "bomb.gguf", "llama")
+    w.add_array("t.bools", np.ones(n, dtype=np.bool_).tolist())
+    w.add_tensor("x", np.zeros((4, 8), dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    archive = tmp_path / "bomb.gguf.sc"
+    sc.compress_file(tmp_path / "bomb.gguf", archive)
+    probe = (
+        "import resource, sys, sc\n"
+        "f = sc.safe_open(sys.argv[1], framework='np')\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "m = f.metadata()\n"
+        "after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "assert m['t.bools'].count('true') == int(sys.argv[2]), len(m['t.bools'])\n"
+        "print((after - before) * 1024)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe, str(archive), str(n)],
+                         capture_output=True, text=True, check=True)
+    grown = int(out.stdout.strip())
+    # The text is five bytes a value ("true,"): kept once in Rust and once as Python's str.
+    assert grown < 24 * n, f"metadata() grew the peak by {grown} bytes for a {n}-byte array"

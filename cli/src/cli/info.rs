@@ -76,13 +76,38 @@ fn write_values(w: &mut dyn Write, metadata: Option<&BTreeMap<String, String>>) 
     writeln!(w, "header metadata:")?;
     for (k, v) in metadata.into_iter().flatten() {
         let shown: String = v.chars().take(VALUE_SHOWN).collect();
-        let more = match v.chars().count() {
-            n if n > VALUE_SHOWN => format!(" ... ({n} characters)"),
+        let more = match (v.chars().count(), array_len(v)) {
+            (n, Some(items)) if n > VALUE_SHOWN => format!(" ... ({items} values)"),
+            (n, None) if n > VALUE_SHOWN => format!(" ... ({n} characters)"),
             _ => String::new(),
         };
         writeln!(w, "  {} = {}{more}", printable(k), printable(&shown))?;
     }
     Ok(())
+}
+
+/// The number of elements of `json` when it is a JSON array (a GGUF array value's text),
+/// counted in one pass without parsing it: a tokenizer's arrays hold a million values.
+fn array_len(json: &str) -> Option<usize> {
+    let inner = json.strip_prefix('[')?.strip_suffix(']')?;
+    if inner.trim().is_empty() {
+        return Some(0);
+    }
+    let (mut depth, mut in_string, mut escaped, mut items) = (0usize, false, false, 1);
+    for c in inner.chars() {
+        match (in_string, escaped, c) {
+            (true, true, _) => escaped = false,
+            (true, false, '\\') => escaped = true,
+            (true, false, '"') => in_string = false,
+            (true, false, _) => {}
+            (false, _, '"') => in_string = true,
+            (false, _, '[' | '{') => depth += 1,
+            (false, _, ']' | '}') => depth = depth.saturating_sub(1),
+            (false, _, ',') if depth == 0 => items += 1,
+            _ => {}
+        }
+    }
+    Some(items)
 }
 
 fn kind_name(kind: Kind) -> &'static str {
@@ -161,22 +186,32 @@ fn summary(
             info.repeated_tensors
         )?;
     }
-    writeln!(
-        t,
-        "transforms:  how blocks were split into planes (sc help formats)"
-    )?;
-    for (name, u) in &info.transforms {
-        let blocks = count(u.blocks, "block");
-        writeln!(t, "  {name:<9} {blocks}, {} bytes", u.original)?;
-    }
-    writeln!(t, "codecs:      how planes were coded (sc help formats)")?;
-    for (codec, u) in &info.codecs {
-        let (planes, raw, coded) = (count(u.planes, "plane"), u.original, u.coded);
-        let pct = percent(coded, raw);
+    // A remote archive is described from its header and index alone: its block records,
+    // which say the transforms and codecs, lie between the blocks and are not fetched.
+    if info.blocks > 0 && info.transforms.is_empty() {
         writeln!(
             t,
-            "  {codec:<9} {planes}, {raw} -> {coded} bytes ({pct:.2}%)"
+            "codecs:      not fetched: a remote archive's block records come only with its \
+             blocks (sc info on a local copy shows its transforms and codecs)"
         )?;
+    } else {
+        writeln!(
+            t,
+            "transforms:  how blocks were split into planes (sc help formats)"
+        )?;
+        for (name, u) in &info.transforms {
+            let blocks = count(u.blocks, "block");
+            writeln!(t, "  {name:<9} {blocks}, {} bytes", u.original)?;
+        }
+        writeln!(t, "codecs:      how planes were coded (sc help formats)")?;
+        for (codec, u) in &info.codecs {
+            let (planes, raw, coded) = (count(u.planes, "plane"), u.original, u.coded);
+            let pct = percent(coded, raw);
+            writeln!(
+                t,
+                "  {codec:<9} {planes}, {raw} -> {coded} bytes ({pct:.2}%)"
+            )?;
+        }
     }
     let Some(tensors) = &info.tensors else {
         return Ok(t);
@@ -429,5 +464,21 @@ mod tests {
         let a: serde_json::Value = serde_json::from_str(json).unwrap();
         let b: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(a, b);
+    }
+
+    #[test]
+    fn long_arrays_are_counted_not_parsed() {
+        assert_eq!(array_len("[]"), Some(0));
+        assert_eq!(array_len("[1]"), Some(1));
+        assert_eq!(array_len(r#"["a,b", "c\"]", [1, 2], {"k": [3, 4]}]"#), Some(4));
+        assert_eq!(array_len("hello, world"), None);
+        let million = format!("[{}]", vec!["true"; 1_000_000].join(","));
+        assert_eq!(array_len(&million), Some(1_000_000));
+        let mut shown = Vec::new();
+        let m = BTreeMap::from([("tokenizer.ggml.scores".to_string(), million)]);
+        write_values(&mut shown, Some(&m)).unwrap();
+        let shown = String::from_utf8(shown).unwrap();
+        assert!(shown.ends_with(" ... (1000000 values)\n"), "{shown}");
+        assert!(shown.len() < 400, "{shown}");
     }
 }

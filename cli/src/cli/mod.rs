@@ -872,7 +872,7 @@ fn details(
             let _ = write!(t, "\n  codecs:  the archive cannot be read back: {e}");
         }
         None => t.push_str(
-            "\n  codecs:  not shown: the archive is not a file to read back (a stream or device)",
+            "\n  codecs:  not shown: the archive is not a local file to read back (a stream, a device or a remote location)",
         ),
     }
     let _ = write!(t, "\n  time:    {secs:.3} s");
