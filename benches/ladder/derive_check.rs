@@ -90,8 +90,7 @@ fn run(args: &[String]) -> Result<bool, String> {
             tally.tensors += 1;
             match derive(&seed, by_name.get(t.name.as_str()).copied(), t) {
                 Ok(derived) => {
-                    let (blocks, identical) =
-                        compare(t.ggml_type, &derived, quant.data(t));
+                    let (blocks, identical) = compare(t.ggml_type, &derived, quant.data(t));
                     tally.blocks += blocks;
                     tally.identical += identical;
                     if identical < blocks {
@@ -107,10 +106,7 @@ fn run(args: &[String]) -> Result<bool, String> {
             }
         }
         for (ty, t) in &tallies {
-            println!(
-                "{name}\t{ty}\t{}\t{}\t{}",
-                t.tensors, t.blocks, t.identical
-            );
+            println!("{name}\t{ty}\t{}\t{}\t{}", t.tensors, t.blocks, t.identical);
         }
         for p in problems.iter().take(NAMED) {
             println!("  {name}: {p}");
@@ -128,10 +124,16 @@ fn run(args: &[String]) -> Result<bool, String> {
 fn derive(seed: &Gguf, from: Option<&GgufTensor>, t: &GgufTensor) -> Result<Vec<u8>, String> {
     let from = from.ok_or("not in the seed")?;
     if from.dims != t.dims {
-        return Err(format!("dims {:?} in the seed, {:?} here", from.dims, t.dims));
+        return Err(format!(
+            "dims {:?} in the seed, {:?} here",
+            from.dims, t.dims
+        ));
     }
     if !can_quantize(t.ggml_type) {
-        return Err(format!("the port has no quantizer for {}", t.ggml_type.name));
+        return Err(format!(
+            "the port has no quantizer for {}",
+            t.ggml_type.name
+        ));
     }
     let values = seed_to_f32(from.ggml_type, seed.data(from)).map_err(|e| e.to_string())?;
     let row_len = usize::try_from(t.dims[0]).map_err(|e| e.to_string())?;

@@ -12,7 +12,7 @@
 # Prints the seed's path, then each quant's path and size.
 #
 # Environment: SC_DATA (default ~/.cache/sc-data); LADDER_TYPES (the quant types, space
-# separated); LADDER_PYTHON (a Python with torch, transformers, numpy, safetensors and
+# separated, TYPE-pure for `--pure`; set and empty: the seed alone); LADDER_PYTHON (a Python with torch, transformers, numpy, safetensors and
 # tokenizers for the conversion; found or made when unset).
 set -euo pipefail
 
@@ -21,11 +21,10 @@ DATA=${SC_DATA:-$HOME/.cache/sc-data}
 CACHE=$DATA/llama.cpp-0c1e570
 SRC=$DATA/llamacpp/llama_cpp_python-0.3.36/vendor/llama.cpp
 VARIANT=${1:-default}
-TYPES=${LADDER_TYPES:-Q8_0 Q6_K Q5_K_M Q4_K_M Q4_0 Q3_K_M Q2_K Q5_0 Q5_1 Q4_1}
+TYPES=${LADDER_TYPES-Q8_0 Q6_K Q5_K_M Q4_K_M Q4_0 Q3_K_M Q2_K Q5_0 Q5_1 Q4_1 Q2_K-pure Q3_K-pure}
 
 case $VARIANT in
-    default) quantize=$("$here/build-llama.sh" | tail -1) ;;
-    fused) quantize=$("$here/build-llama.sh" fused | tail -1) ;;
+    default | fused) ;;
     *) echo "make-ladder.sh: variant must be default or fused, not $VARIANT" >&2; exit 2 ;;
 esac
 
@@ -73,10 +72,22 @@ echo "seed $SEED $(stat -c %s "$SEED")"
 out_dir=$DATA/ladder/$NAME.$VARIANT
 mkdir -p "$out_dir"
 for t in $TYPES; do
+    # TYPE-pure: `--pure`, every tensor of TYPE where its rows allow (the Q2_K mix makes none
+    # of this seed's tensors Q2_K).
+    flags=()
+    if [[ $t == *-pure ]]; then flags=(--pure); fi
     out=$out_dir/$NAME.$t.gguf
     if [[ ! -f $out ]]; then
+        # The build only when a quant is missing (build-llama.sh reuses a finished one).
+        if [[ -z ${quantize:-} ]]; then
+            if [[ $VARIANT == fused ]]; then
+                quantize=$("$here/build-llama.sh" fused | tail -1)
+            else
+                quantize=$("$here/build-llama.sh" | tail -1)
+            fi
+        fi
         # One thread per core the machine has, at the lowest priority; written aside, then moved.
-        nice -n 19 "$quantize" "$SEED" "$out.part" "$t" "$(nproc)" >"$out.log" 2>&1 \
+        nice -n 19 "$quantize" "${flags[@]}" "$SEED" "$out.part" "${t%-pure}" "$(nproc)" >"$out.log" 2>&1 \
             || { tail -20 "$out.log" >&2; exit 1; }
         mv "$out.part" "$out"
     fi
