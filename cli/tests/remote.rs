@@ -57,7 +57,10 @@ fn commands_read_an_archive_over_http() {
     assert!(shown.contains("layer2.weight"), "{shown}");
     // No empty headings: what a remote summary cannot show is said.
     assert!(!shown.contains("transforms:"), "{shown}");
-    assert!(shown.contains("codecs:      not fetched: a remote archive's"), "{shown}");
+    assert!(
+        shown.contains("codecs:      not fetched: a remote archive's"),
+        "{shown}"
+    );
     assert!(nginx.requests().len() <= 2, "{:?}", nginx.requests());
     let list = ok(common::sc(d, &["list", &url], None));
     assert!(String::from_utf8_lossy(&list.stdout).contains("layer3.weight"));

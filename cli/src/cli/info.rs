@@ -470,7 +470,10 @@ mod tests {
     fn long_arrays_are_counted_not_parsed() {
         assert_eq!(array_len("[]"), Some(0));
         assert_eq!(array_len("[1]"), Some(1));
-        assert_eq!(array_len(r#"["a,b", "c\"]", [1, 2], {"k": [3, 4]}]"#), Some(4));
+        assert_eq!(
+            array_len(r#"["a,b", "c\"]", [1, 2], {"k": [3, 4]}]"#),
+            Some(4)
+        );
         assert_eq!(array_len("hello, world"), None);
         let million = format!("[{}]", vec!["true"; 1_000_000].join(","));
         assert_eq!(array_len(&million), Some(1_000_000));
