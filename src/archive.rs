@@ -582,9 +582,10 @@ impl<R: Read + Seek + Send> Archive<R> {
     /// returns the bytes written.
     ///
     /// The new header keeps the original's version and metadata (`general.alignment` with
-    /// it; not the `split.*` keys of a shard: the new file is whole) and each tensor's type and shape, and counts and places the tensors afresh: in
-    /// their original order, each at the next multiple of the alignment, the gaps and the end
-    /// padded with zeros (what ggml writes).
+    /// it; not the `split.*` keys of a shard: the new file is whole) and each tensor's type
+    /// and shape, and counts and places the tensors afresh: in their original order, each at
+    /// the next multiple of the alignment, the gaps and the end padded with zeros (what ggml
+    /// writes).
     pub fn write_gguf<W: Write + Send>(&mut self, names: &[&str], out: &mut W) -> Result<u64> {
         if self.header.kind != Kind::Gguf {
             return Err(Error::InvalidArgument(

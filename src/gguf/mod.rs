@@ -600,24 +600,31 @@ impl GgufHeader {
     /// data's start, the ggml type's name as dtype name (and the safetensors dtype of the plain
     /// types that have one), and the shape outermost first (GGUF's dimensions reversed).
     pub fn tensor_infos(&self) -> Vec<TensorInfo> {
-        self.clone().into_tensor_infos()
+        let start = self.data_start;
+        let infos = self.tensors.iter().cloned();
+        in_data_order(infos.map(|t| TensorInfo::make(t, start)).collect())
     }
 
     /// [`GgufHeader::tensor_infos`], the names and shapes moved rather than copied (a header
-    /// of a million tensors holds them once). Already in order, as writers put them, the
-    /// tensors are not sorted (a stable sort's scratch would hold half of them again).
+    /// of a million tensors holds them once).
     pub fn into_tensor_infos(self) -> Vec<TensorInfo> {
         let start = self.data_start;
-        let mut infos: Vec<TensorInfo> = self
-            .tensors
-            .into_iter()
-            .map(|t| TensorInfo::make(t, start))
-            .collect();
-        if !infos.is_sorted_by_key(|t| (t.begin, t.end)) {
-            infos.sort_by_key(|t| (t.begin, t.end));
-        }
-        infos
+        in_data_order(
+            self.tensors
+                .into_iter()
+                .map(|t| TensorInfo::make(t, start))
+                .collect(),
+        )
     }
+}
+
+/// `infos` in the order of their bytes; already in order, as writers put them, they are not
+/// sorted (a stable sort's scratch would hold half of them again).
+fn in_data_order(mut infos: Vec<TensorInfo>) -> Vec<TensorInfo> {
+    if !infos.is_sorted_by_key(|t| (t.begin, t.end)) {
+        infos.sort_by_key(|t| (t.begin, t.end));
+    }
+    infos
 }
 
 /// The tensors of a GGUF header kept whole in `prefix` (the file from its magic to the start of
@@ -642,12 +649,9 @@ pub fn listed_tensors(
     buf: &[u8],
     file_len: u64,
 ) -> Result<(GgufHeader, Vec<TensorInfo>), GgufError> {
-    let (h, mut tensors) =
+    let (h, tensors) =
         GgufHeader::parse_with(buf, file_len, Values::Check, Some(u64::MAX), |_, _| {})?;
-    if !tensors.is_sorted_by_key(|t: &TensorInfo| (t.begin, t.end)) {
-        tensors.sort_by_key(|t| (t.begin, t.end));
-    }
-    Ok((h, tensors))
+    Ok((h, in_data_order(tensors)))
 }
 
 /// The metadata of the GGUF header at the start of `buf` (magic to tensor infos, the tensors
