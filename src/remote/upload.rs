@@ -176,21 +176,13 @@ impl Upload {
             self.wait_oldest(rt).map_err(Error::Io)?;
         }
         // Taken from the uploads `abort_unfinished` aborts: it aborted this one if it is gone.
-        let key = self.begun.as_ref().map(|b| b.key);
-        let ours = {
-            let mut all = begun();
-            let at = all.iter().position(|b| Some(b.key) == key);
-            at.map(|at| all.swap_remove(at))
-        };
-        let Some(b) = ours else {
-            self.begun = None;
+        let Some(b) = self.begun.take().filter(withdraw) else {
             return Err(self.aborted());
         };
         if let Some(loc) = &self.new_only {
             let appeared = found(loc);
             if !matches!(appeared, Ok(false)) {
                 let _ = rt.block_on(b.store.abort_multipart(&b.path, &b.id));
-                self.begun = None;
                 appeared?;
                 return Err(Error::Remote {
                     location: self.url.clone(),
@@ -200,7 +192,6 @@ impl Upload {
         }
         self.counters.request();
         let parts = std::mem::take(&mut self.sent);
-        self.begun = None;
         if let Err(e) = rt.block_on(b.store.complete_multipart(&b.path, &b.id, parts)) {
             let _ = rt.block_on(b.store.abort_multipart(&b.path, &b.id));
             return Err(remote_error(&self.url, e));
@@ -261,18 +252,20 @@ impl Upload {
         for part in self.sending.drain(..) {
             part.abort();
         }
-        let ours = {
-            let mut all = begun();
-            let before = all.len();
-            all.retain(|x| x.key != b.key);
-            all.len() < before
-        };
-        if let (true, Ok(rt)) = (ours, runtime()) {
+        if let (true, Ok(rt)) = (withdraw(&b), runtime()) {
             // Nothing is visible either way; an abort that fails leaves parts the store
             // expires by its own rules.
             let _ = rt.block_on(b.store.abort_multipart(&b.path, &b.id));
         }
     }
+}
+
+/// Takes `b` out of the uploads [`abort_unfinished`] would abort; false if it is no longer
+/// there (`abort_unfinished` took it, and aborted it).
+fn withdraw(b: &Begun) -> bool {
+    let mut all = begun();
+    let at = all.iter().position(|x| x.key == b.key);
+    at.map(|at| all.swap_remove(at)).is_some()
 }
 
 /// Whether an object exists at `loc`.
