@@ -19,7 +19,8 @@
 
 mod kernel;
 
-use super::{CodecError, Spec};
+use super::spec::Spec;
+use crate::error::CodecError;
 use kernel::{bulk_detect, decode_lanes, encode_lanes, Bulk, EncodeLane};
 
 /// The `huffman` codec.
