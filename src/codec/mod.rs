@@ -29,12 +29,11 @@
 //! | 15 | [`byctx`] | a ggml block's scale low bytes, a model per high byte (BEST) |
 //!
 //! # Adding a codec
-//! 1. Write `codec/<name>.rs`: its encoder, its decoder and its `SPEC` (id, name, placement
-//!    and length rules, decoding; [`Spec::plane_coder`] for a coder of single planes).
-//! 2. List it in [`Codec`]: a variant with its id, and its arm in [`Codec::spec`].
-//! 3. Let `crate::choice` pick it, with named margins for what it trades.
-//! 4. Specify its payload in `docs/FORMAT.md`. Decoders refuse ids they do not know, so an
-//!    archive using it needs a decoder that has it.
+//! `docs/ARCHITECTURE.md`, "Adding a codec", names every file to touch: this folder (the codec's
+//! file, its variant in [`Codec`] and its arm in [`Codec::spec`]), `crate::choice`, the
+//! container version, `docs/FORMAT.md`, the fuzz target's decoders, `tests/coders.rs` and the
+//! golden archives with their manifest. `tests/checklists.rs` checks the fuzz target and
+//! `tests/coders.rs` against [`Codec::ALL`].
 
 pub mod adaptive;
 pub mod basectx;
