@@ -1962,7 +1962,11 @@ fn bf16_words(n: usize, rng: &mut Rng) -> Vec<u8> {
     (0..n)
         .flat_map(|_| {
             let r = rng.next();
-            let e = if r.is_multiple_of(97) { 0 } else { 112 + (r >> 8) % 14 } as u16;
+            let e = if r.is_multiple_of(97) {
+                0
+            } else {
+                112 + (r >> 8) % 14
+            } as u16;
             (((r >> 16) as u16 & 0x807F) | e << 7).to_le_bytes()
         })
         .collect()
