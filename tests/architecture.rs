@@ -90,6 +90,18 @@ fn layer(module: &str, layers: &Layers) -> Option<u32> {
     }
 }
 
+/// The modules the layer table names that `graph` (read from `src/`) lacks.
+fn stale(graph: &BTreeMap<String, BTreeSet<String>>, layers: &Layers) -> Vec<String> {
+    layers
+        .keys()
+        .filter(|listed| {
+            let inside = |m: &String| m == *listed || m.starts_with(&format!("{listed}::"));
+            !graph.keys().any(inside)
+        })
+        .map(|m| format!("`{m}` is in {DOC}'s layer table but not in src/: remove its name"))
+        .collect()
+}
+
 /// What is wrong with `graph` against the layer table and the base recursion: modules the
 /// table lacks, imports from a higher layer, cycles. Empty when all is well.
 fn problems(
@@ -434,7 +446,8 @@ fn imports_follow_the_documented_layers() {
         recursion.len() > 1,
         "{DOC}: the base recursion names no modules"
     );
-    let found = problems(&graph, &layers, &recursion);
+    let mut found = problems(&graph, &layers, &recursion);
+    found.extend(stale(&graph, &layers));
     assert!(found.is_empty(), "{}", found.join("\n"));
 }
 
@@ -599,6 +612,18 @@ fn the_checker_refuses_an_upward_edge_a_missing_module_and_a_cycle() {
         missing[0].contains("`new`") && missing[0].contains("add it"),
         "{missing:?}"
     );
+    // A row naming a module src/ lacks is stale.
+    let all = g(&[
+        ("", "top"),
+        ("top", "mid::x"),
+        ("mid::leaf", "low"),
+        ("rec", "low"),
+    ]);
+    assert!(stale(&all, &layers).is_empty());
+    let without_rec = g(&[("", "top"), ("top", "mid"), ("mid::leaf", "low")]);
+    let gone = stale(&without_rec, &layers);
+    assert_eq!(gone.len(), 1, "{gone:?}");
+    assert!(gone[0].starts_with("`rec` is in"), "{gone:?}");
     // A module listed twice, or no table at all, is an error of the document.
     assert!(
         layers_of("| layer | modules | what |\n|-|-|-|\n| 1 | `a` | |\n| 0 | `a` | |\n").is_err()
