@@ -3,7 +3,7 @@
 
 use super::types::GgmlType;
 use super::{tensor_error, GgufError, GgufTensor};
-use crate::safetensors::TensorInfo;
+use crate::tensor::TensorInfo;
 
 /// `infos` in the order of their bytes; already in order, as writers put them, they are not
 /// sorted (a stable sort's scratch would hold half of them again).

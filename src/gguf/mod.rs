@@ -19,7 +19,7 @@ pub mod types;
 mod value;
 pub mod write;
 
-use crate::safetensors::TensorInfo;
+use crate::tensor::TensorInfo;
 use cursor::{Cursor, Values};
 use listed::{apart, in_data_order, validate, Listed};
 use std::fmt;
