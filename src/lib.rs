@@ -226,3 +226,19 @@ pub fn level(n: u32) -> Option<(Mode, SignModels)> {
     };
     Some((mode, signs))
 }
+
+#[cfg(test)]
+mod level_tests {
+    use super::*;
+
+    #[test]
+    fn levels_are_zstds_scale() {
+        assert_eq!(level(1), Some((Mode::Fast, SignModels::Paying)));
+        assert_eq!(level(5), Some((Mode::Fast, SignModels::Paying)));
+        assert_eq!(level(6), Some((Mode::Best, SignModels::Off)));
+        assert_eq!(level(7), Some((Mode::Best, SignModels::Paying)));
+        assert_eq!(level(9), Some((Mode::Best, SignModels::Everywhere)));
+        assert_eq!(level(19), Some((Mode::Best, SignModels::Everywhere)));
+        assert_eq!(level(0), None);
+    }
+}

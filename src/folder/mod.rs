@@ -108,7 +108,7 @@ pub struct Naming<'r> {
 /// Whether `rel`, a file's name, says it is weights an encode run codes: a safetensors or GGUF
 /// file by its extension.
 pub fn is_weights(rel: &Path) -> bool {
-    crate::Kind::of_name(rel).is_some()
+    crate::container::Kind::of_name(rel).is_some()
 }
 
 /// The archive name for `path`: `.sc` appended.
@@ -381,5 +381,127 @@ fn special(kind: fs::FileType) -> &'static str {
         k if k.is_char_device() => "a character device",
         k if k.is_block_device() => "a block device",
         _ => "not a regular file",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    fn naming<'r>(found: &'r dyn Fn(&Path) -> Option<PathBuf>) -> Naming<'r> {
+        Naming {
+            found,
+            given: &|p| Given::Code(archive_name(p)),
+            refuse: &|_| Ok(()),
+        }
+    }
+
+    #[test]
+    fn a_mirrored_folder_codes_weights_and_copies_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("in");
+        fs::create_dir_all(src.join("sub")).unwrap();
+        fs::write(src.join("a.safetensors"), b"12").unwrap();
+        fs::write(src.join("sub/b.gguf"), b"1").unwrap();
+        fs::write(src.join("config.json"), b"{}").unwrap();
+        let out = dir.path().join("out");
+        let mut notes = Vec::new();
+        let naming = naming(&encoded_name);
+        let jobs = plan(&[src.clone()], Some(&out), &naming, &mut |n| notes.push(n)).unwrap();
+        let got: Vec<_> = jobs
+            .iter()
+            .map(|j| {
+                (
+                    j.shown.as_str(),
+                    j.dest.strip_prefix(&out).unwrap(),
+                    &j.work,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("a.safetensors", Path::new("a.safetensors.sc"), &Work::Code),
+                ("config.json", Path::new("config.json"), &Work::Copy),
+                ("sub/b.gguf", Path::new("sub/b.gguf.sc"), &Work::Code),
+            ]
+        );
+        assert!(notes.is_empty() && jobs.iter().all(|j| j.base.is_none()));
+        // Without an output folder, only the weights are coded, beside them.
+        let beside = plan(&[src.clone()], None, &naming, &mut |_| {}).unwrap();
+        assert!(beside.iter().all(|j| j.codes() && j.dest.starts_with(&src)));
+
+        // Run: the copies and codings are the caller's; the totals add up.
+        let coded = AtomicUsize::new(0);
+        let steps = Steps {
+            needed: &|_| 0,
+            code: &|job, _, progress| {
+                coded.fetch_add(1, Ordering::Relaxed);
+                progress(job.len);
+                match job.shown.as_str() {
+                    "sub/b.gguf" => Err("no".into()),
+                    _ => Ok((job.len, 1)),
+                }
+            },
+            copy: &|job| Ok(job.len),
+            stopped: &|| false,
+            progress: &|_| {},
+        };
+        let outcomes = run(&jobs, 1 << 20, &steps);
+        assert_eq!(outcomes[2], Err("no".to_string()));
+        let s = Summary::of(&jobs, &outcomes);
+        assert_eq!(
+            (s.bytes_in, s.bytes_out, s.coded, s.failed, s.jobs),
+            (4, 3, 1, 1, 3)
+        );
+        assert_eq!(coded.load(Ordering::Relaxed), 2);
+        assert!(
+            out.join("sub").is_dir(),
+            "the folder of each output is made"
+        );
+    }
+
+    #[test]
+    fn two_sources_for_one_output_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        for d in [&a, &b] {
+            fs::create_dir_all(d).unwrap();
+            fs::write(d.join("m.safetensors"), b"x").unwrap();
+        }
+        let out = dir.path().join("out");
+        // Both folders' archives would go to out/m.safetensors.sc if mirrored flat.
+        let flat = |rel: &Path| encoded_name(Path::new(rel.file_name()?));
+        let naming = naming(&flat);
+        let e = plan(&[a.clone()], Some(&out), &naming, &mut |_| {});
+        assert!(e.is_ok());
+        let inputs = [a.join("m.safetensors"), b.join("m.safetensors")];
+        let e = plan(&inputs, Some(&out), &naming, &mut |_| {}).unwrap_err();
+        assert!(
+            matches!(&e, Error::Folder(m) if m.contains("would both be written")),
+            "{e}"
+        );
+        let empty = dir.path().join("empty");
+        fs::create_dir_all(&empty).unwrap();
+        let e = plan(&[empty], None, &naming, &mut |_| {}).unwrap_err();
+        assert!(e.to_string().contains("nothing to do"), "{e}");
+    }
+
+    #[test]
+    fn a_prefix_listing_is_planned_inside_the_folder() {
+        let dir = Path::new("/tmp/x");
+        let listed = [
+            ("s3://b/p/m.safetensors.sc".to_string(), 5),
+            ("s3://b/p/config.json".to_string(), 2),
+            ("s3://b/p/../escape.sc".to_string(), 1),
+        ];
+        let mut notes = Vec::new();
+        let jobs = plan_prefix("s3://b/p/", dir, &listed, &mut |n| notes.push(n)).unwrap();
+        assert_eq!(jobs.len(), 2);
+        assert_eq!(jobs[0].dest, dir.join("m.safetensors"));
+        assert_eq!(jobs[1].work, Work::Copy);
+        assert!(matches!(&notes[..], [Note::Skipped(p, _)] if p.ends_with("escape.sc")));
+        assert!(plan_prefix("s3://b/q/", dir, &[], &mut |_| {}).is_err());
     }
 }
