@@ -4,7 +4,7 @@
 use crate::container::refs::{References, Source as RefSource};
 use crate::container::{BlockRecord, FileHeader, Footer, Kind, Mode};
 use crate::error::{Error, Result};
-use crate::safetensors::{self, TensorInfo};
+use crate::tensor::TensorInfo;
 use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom};
 

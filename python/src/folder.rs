@@ -48,6 +48,9 @@ fn message(e: Failure, job: &Job) -> String {
     Python::attach(|py| e.value(py).to_string())
 }
 
+/// Codes one job given its memory: the bytes read and written.
+type Code<'a> = &'a (dyn Fn(&Job, u64) -> Res<(u64, u64)> + Sync);
+
 /// Runs `jobs` with `code` under `stop`, and fails naming every job that failed.
 fn run_jobs(
     what: &str,
@@ -56,7 +59,7 @@ fn run_jobs(
     overwrite: bool,
     stop: &AtomicBool,
     needed: &(dyn Fn(&Job) -> u64 + Sync),
-    code: &(dyn Fn(&Job, u64) -> Res<(u64, u64)> + Sync),
+    code: Code<'_>,
 ) -> Res<()> {
     let steps = Steps {
         needed,
@@ -129,7 +132,7 @@ pub fn compress_folder(
             let opts = sc::EncodeOptions {
                 base: own.as_ref().or(base.as_ref()),
                 memory,
-                ..opts.clone()
+                ..opts
             };
             let r = write_output(&job.dest, overwrite, stop, |w| {
                 Ok(sc::encode_file(&f, w, &opts)?)

@@ -11,7 +11,7 @@ pub mod refs;
 use crate::codec::{Codec, Decode, Slot};
 use crate::error::{Error, Result};
 use crate::read::{read_exact_or, read_up_to};
-use crate::safetensors::{self, TensorInfo};
+use crate::tensor::TensorInfo;
 use crate::transform::{Transform, MAX_PLANES};
 use refs::References;
 use std::hash::Hasher;

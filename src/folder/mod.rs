@@ -408,7 +408,10 @@ mod tests {
         let out = dir.path().join("out");
         let mut notes = Vec::new();
         let naming = naming(&encoded_name);
-        let jobs = plan(&[src.clone()], Some(&out), &naming, &mut |n| notes.push(n)).unwrap();
+        let jobs = plan(std::slice::from_ref(&src), Some(&out), &naming, &mut |n| {
+            notes.push(n)
+        })
+        .unwrap();
         let got: Vec<_> = jobs
             .iter()
             .map(|j| {
@@ -429,7 +432,7 @@ mod tests {
         );
         assert!(notes.is_empty() && jobs.iter().all(|j| j.base.is_none()));
         // Without an output folder, only the weights are coded, beside them.
-        let beside = plan(&[src.clone()], None, &naming, &mut |_| {}).unwrap();
+        let beside = plan(std::slice::from_ref(&src), None, &naming, &mut |_| {}).unwrap();
         assert!(beside.iter().all(|j| j.codes() && j.dest.starts_with(&src)));
 
         // Run: the copies and codings are the caller's; the totals add up.
@@ -474,7 +477,7 @@ mod tests {
         // Both folders' archives would go to out/m.safetensors.sc if mirrored flat.
         let flat = |rel: &Path| encoded_name(Path::new(rel.file_name()?));
         let naming = naming(&flat);
-        let e = plan(&[a.clone()], Some(&out), &naming, &mut |_| {});
+        let e = plan(std::slice::from_ref(&a), Some(&out), &naming, &mut |_| {});
         assert!(e.is_ok());
         let inputs = [a.join("m.safetensors"), b.join("m.safetensors")];
         let e = plan(&inputs, Some(&out), &naming, &mut |_| {}).unwrap_err();
