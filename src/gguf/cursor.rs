@@ -1,7 +1,7 @@
 //! The cursor the header parse reads with: bounded reads of numbers, strings, tensor infos and
 //! metadata values.
 
-use super::value::{fixed_size, Value};
+use super::value::{fixed_size, scalar, Value};
 use super::{tensor_error, GgufError, MAX_ARRAY_DEPTH, MAX_DIMS};
 
 /// How much of the metadata's values a parse reads. Keys and tensor infos are always read
@@ -113,25 +113,13 @@ impl<'a> Cursor<'a> {
     }
 
     pub(super) fn value(&mut self, value_type: u32, depth: u32) -> Result<Value, GgufError> {
-        const W: &str = "metadata value";
+        if let Some(size) = fixed_size(value_type) {
+            return scalar(value_type, self.take(size, "metadata value")?);
+        }
         Ok(match value_type {
-            0 => Value::U8(self.array::<1>(W)?[0]),
-            1 => Value::I8(self.array::<1>(W)?[0] as i8),
-            2 => Value::U16(u16::from_le_bytes(self.array(W)?)),
-            3 => Value::I16(i16::from_le_bytes(self.array(W)?)),
-            4 => Value::U32(self.u32(W)?),
-            5 => Value::I32(i32::from_le_bytes(self.array(W)?)),
-            6 => Value::F32(f32::from_le_bytes(self.array(W)?)),
-            7 => match self.array::<1>(W)?[0] {
-                b @ 0..=1 => Value::Bool(b == 1),
-                b => return Err(GgufError::Bool(b)),
-            },
             // A string not kept reads as an empty one: the header drops such values.
             8 => Value::String(self.value_string()?.unwrap_or_default()),
             9 if depth < MAX_ARRAY_DEPTH => self.array_value(depth + 1)?,
-            10 => Value::U64(self.u64(W)?),
-            11 => Value::I64(i64::from_le_bytes(self.array(W)?)),
-            12 => Value::F64(f64::from_le_bytes(self.array(W)?)),
             t => return Err(GgufError::ValueType(t)),
         })
     }

@@ -1,7 +1,6 @@
 //! GGUF metadata values, and their text and JSON forms.
 
-use super::cursor::{Cursor, Values};
-use super::MAX_ARRAY_DEPTH;
+use super::GgufError;
 
 /// A metadata value. Arrays of fixed-size numbers keep their bytes as stored.
 #[derive(Clone, Debug, PartialEq)]
@@ -146,15 +145,35 @@ fn json_items<W: std::io::Write, T>(
 /// The number (or boolean) of fixed-size type `elem` whose little-endian bytes are `b`, as
 /// [`Value::Numbers`] holds them (`b` is as long as the type); an empty array where the bytes
 /// are no such value (a boolean other than 0 or 1, which the reader refuses).
-pub(super) fn number(elem: u32, b: &[u8]) -> Value {
-    let mut c = Cursor {
-        buf: b,
-        at: 0,
-        file_len: b.len() as u64,
-        values: Values::Keep,
-    };
-    c.value(elem, MAX_ARRAY_DEPTH)
-        .unwrap_or(Value::Arrays(Vec::new()))
+fn number(elem: u32, b: &[u8]) -> Value {
+    scalar(elem, b).unwrap_or(Value::Arrays(Vec::new()))
+}
+
+/// The value of fixed-size type `elem` ([`fixed_size`]) whose little-endian bytes are `b`,
+/// exactly as many as the type takes; a boolean other than 0 or 1 is an error.
+pub(super) fn scalar(elem: u32, b: &[u8]) -> Result<Value, GgufError> {
+    fn le<const N: usize>(b: &[u8]) -> [u8; N] {
+        let mut a = [0u8; N];
+        a.copy_from_slice(&b[..N]);
+        a
+    }
+    Ok(match elem {
+        0 => Value::U8(b[0]),
+        1 => Value::I8(b[0] as i8),
+        2 => Value::U16(u16::from_le_bytes(le(b))),
+        3 => Value::I16(i16::from_le_bytes(le(b))),
+        4 => Value::U32(u32::from_le_bytes(le(b))),
+        5 => Value::I32(i32::from_le_bytes(le(b))),
+        6 => Value::F32(f32::from_le_bytes(le(b))),
+        7 => match b[0] {
+            x @ 0..=1 => Value::Bool(x == 1),
+            x => return Err(GgufError::Bool(x)),
+        },
+        10 => Value::U64(u64::from_le_bytes(le(b))),
+        11 => Value::I64(i64::from_le_bytes(le(b))),
+        12 => Value::F64(f64::from_le_bytes(le(b))),
+        t => return Err(GgufError::ValueType(t)),
+    })
 }
 
 /// Bytes of one value of a fixed-size type, or `None` for strings and arrays.
