@@ -95,6 +95,11 @@ pub enum Error {
     /// made. Says which file and tensor.
     #[error("{0} changed while it was being read")]
     Changed(String),
+    /// A run over a folder or several files ([`crate::folder`]) cannot go ahead as planned:
+    /// two outputs meet, an output would replace a file the run reads, there is nothing to do,
+    /// a folder cannot be read. Said before anything is written.
+    #[error("{0}")]
+    Folder(String),
     /// A file or folder cannot serve as a base ([`crate::Base::open`]).
     #[error("cannot use {path} as a base: {reason}")]
     BadBase {

@@ -4,7 +4,7 @@
 use crate::container::refs::{References, Source as RefSource};
 use crate::container::{BlockRecord, FileHeader, Footer, Kind, Mode};
 use crate::error::{Error, Result};
-use crate::safetensors::{self, TensorInfo};
+use crate::tensor::TensorInfo;
 use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom};
 
@@ -51,10 +51,7 @@ pub(crate) fn reference<'h>(header: &'h FileHeader, name: &str) -> Option<Refere
 
 /// The kept safetensors header's JSON text of an archive with this header.
 pub(crate) fn header_json(header: &FileHeader) -> Option<&str> {
-    match header.kind {
-        Kind::Safetensors => std::str::from_utf8(&header.prefix[8..]).ok(),
-        Kind::Generic | Kind::Gguf => None,
-    }
+    header.kind.kept_json(&header.prefix)
 }
 
 /// The kept header's metadata of an archive with `header`: a safetensors header's
@@ -62,34 +59,7 @@ pub(crate) fn header_json(header: &FileHeader) -> Option<&str> {
 /// key-values ([`crate::gguf::Value::to_text`]); `None` for a generic archive and a
 /// safetensors header without `__metadata__`.
 pub(crate) fn kept_metadata(header: &FileHeader) -> Result<Option<BTreeMap<String, String>>> {
-    let meta = match header.kind {
-        Kind::Generic => return Ok(None),
-        Kind::Gguf => {
-            let text = crate::gguf::metadata_text(&header.prefix)
-                .map_err(|e| Error::Corrupt(format!("kept GGUF header: {e}")))?;
-            return Ok(Some(text));
-        }
-        Kind::Safetensors => {
-            safetensors::metadata(&header.prefix[8..]).map_err(Error::KeptHeader)?
-        }
-    };
-    let Some(meta) = meta else {
-        return Ok(None);
-    };
-    let entries = match meta.as_object() {
-        Some(o) => o
-            .iter()
-            .map(|(k, v)| {
-                let text = match v {
-                    serde_json::Value::String(s) => s.clone(),
-                    v => v.to_string(),
-                };
-                (k.clone(), text)
-            })
-            .collect(),
-        None => BTreeMap::from([(String::new(), meta.to_string())]),
-    };
-    Ok(Some(entries))
+    header.kind.kept_metadata(&header.prefix)
 }
 
 /// How much of an archive one codec stores, as [`ArchiveInfo::codecs`] reports.

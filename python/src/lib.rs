@@ -5,7 +5,7 @@
 //! from Python buffers. The GIL is released while the library works, and every entry point turns
 //! library errors into `sc.ScError` and a panic into an exception instead of an abort.
 
-mod cli;
+mod folder;
 mod remote;
 
 use pyo3::buffer::PyBuffer;
@@ -487,7 +487,7 @@ impl Reader {
         let (kind, mode, block_size, blocks, archive_len, original_len, base) =
             self.with(py, |o| {
                 each!(o, a => Ok((
-                    kind_name(a.kind()),
+                    a.kind().name(),
                     a.mode().name(),
                     a.block_size(),
                     a.blocks(),
@@ -611,7 +611,10 @@ fn encode_options(
     let mut opts = match level {
         None => sc::EncodeOptions::new(mode.unwrap_or(sc::Mode::Fast)),
         Some(n) => {
-            let numbered = u8::try_from(n).ok().and_then(sc_cli::level);
+            let numbered = u32::try_from(n)
+                .ok()
+                .filter(|&n| n <= sc::HIGHEST_LEVEL)
+                .and_then(sc::level);
             let (by_level, signs) = numbered.ok_or_else(|| {
                 ScError::new_err(format!("invalid argument: level must be 1 to 9, not {n}"))
             })?;
@@ -788,20 +791,11 @@ fn compress_file<'py>(
     d.set_item("archive_len", report.archive_len)?;
     d.set_item("blocks", report.blocks)?;
     d.set_item("safetensors", matches!(report.kind, sc::Kind::Safetensors))?;
-    d.set_item("kind", kind_name(report.kind))?;
+    d.set_item("kind", report.kind.name())?;
     d.set_item("md5", report.md5.map(hex))?;
     d.set_item("based_tensors", report.based_tensors)?;
     d.set_item("repeated_tensors", report.repeated_tensors)?;
     Ok(d)
-}
-
-/// What Python calls the original file's kind: "safetensors", "gguf" or "generic".
-fn kind_name(kind: sc::Kind) -> &'static str {
-    match kind {
-        sc::Kind::Safetensors => "safetensors",
-        sc::Kind::Gguf => "gguf",
-        _ => "generic",
-    }
 }
 
 fn hex(d: [u8; 16]) -> String {
@@ -909,8 +903,8 @@ fn _sc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(remote::remote_options, m)?)?;
     m.add_function(wrap_pyfunction!(remote::list_prefix, m)?)?;
     m.add_function(wrap_pyfunction!(remote::fetch, m)?)?;
-    m.add_function(wrap_pyfunction!(cli::main, m)?)?;
-    m.add_function(wrap_pyfunction!(cli::run_command, m)?)?;
+    m.add_function(wrap_pyfunction!(folder::compress_folder, m)?)?;
+    m.add_function(wrap_pyfunction!(folder::decompress_folder, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -15,7 +15,7 @@ pub use index::{Footer, IndexEntry};
 
 use crate::error::{Error, Result};
 use crate::read::{read_exact_or, read_up_to};
-use crate::safetensors::{self, TensorInfo};
+use crate::tensor::TensorInfo;
 use refs::References;
 use std::hash::Hasher;
 use std::io::{self, Read, Write};
@@ -455,16 +455,7 @@ impl FileHeader {
     /// The tensors of the kept header (none for a generic archive), ordered by data offset.
     /// The encoder keeps a header only if it parsed, so one that does not is corruption.
     pub fn tensors(&self) -> Result<Vec<TensorInfo>> {
-        Ok(match self.kind {
-            Kind::Safetensors => {
-                safetensors::Header::parse(&self.prefix[8..], None)
-                    .map_err(Error::KeptHeader)?
-                    .tensors
-            }
-            Kind::Gguf => crate::gguf::kept_tensors(&self.prefix)
-                .map_err(|e| corrupt(format!("kept GGUF header: {e}")))?,
-            Kind::Generic => Vec::new(),
-        })
+        self.kind.kept_tensors(&self.prefix)
     }
 
     /// The MD5 of the original recorded in `footer`, if this archive records one. An archive

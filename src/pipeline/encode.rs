@@ -178,7 +178,7 @@ fn probe(input: &mut impl Read, input_len: Option<u64>) -> Result<Probed> {
     let mut first = [0u8; 8];
     let got = read_up_to(input, &mut first)?;
     let consumed = first[..got].to_vec();
-    if got >= 4 && first[..4] == crate::gguf::MAGIC {
+    if Kind::by_magic(&first[..got]) == Some(Kind::Gguf) {
         return probe_gguf(input, input_len, consumed);
     }
     Ok(match probe_safetensors(input, input_len, consumed)? {

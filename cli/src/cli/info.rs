@@ -110,14 +110,6 @@ fn array_len(json: &str) -> Option<usize> {
     Some(items)
 }
 
-fn kind_name(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Safetensors => "safetensors",
-        Kind::Gguf => "gguf",
-        Kind::Generic => "generic",
-    }
-}
-
 fn percent(part: u64, whole: u64) -> f64 {
     100.0 * part as f64 / whole.max(1) as f64
 }
@@ -141,11 +133,7 @@ fn summary(
     metadata: Option<&BTreeMap<String, String>>,
 ) -> Result<String> {
     let orig = info.original_len;
-    let kind = match info.kind {
-        Kind::Safetensors => "safetensors",
-        Kind::Gguf => "GGUF",
-        Kind::Generic => "generic (not safetensors)",
-    };
+    let kind = info.kind.described();
     let mut t = String::new();
     writeln!(t, "file:        {}", printable(&path.to_string_lossy()))?;
     writeln!(t, "format:      sc version {}", info.format_version)?;
@@ -341,7 +329,7 @@ fn doc<'a>(
         file: path.to_string_lossy().into_owned(),
         format_version: info.format_version,
         mode: info.mode.name(),
-        kind: kind_name(info.kind),
+        kind: info.kind.name(),
         block_size: info.block_size,
         original_bytes: info.original_len,
         archive_bytes: info.archive_len,

@@ -4,7 +4,6 @@ mod access;
 mod argv;
 mod base;
 mod catalog;
-mod collide;
 mod docs;
 mod folder;
 mod info;
