@@ -126,6 +126,7 @@ mod transform;
 
 mod archive;
 mod base;
+mod cancel;
 mod error;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
@@ -169,6 +170,7 @@ pub use archive::decode_slice;
 pub use archive::decode_to_vec;
 pub use archive::{AccessStats, Archive, StoredBytes};
 pub use base::Base;
+pub use cancel::Cancel;
 pub use choice::SignModels;
 pub use container::{Kind, Mode};
 pub use error::{Error, HeaderError, Result, TensorProblem};

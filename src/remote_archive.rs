@@ -6,10 +6,11 @@
 use crate::archive::Archive;
 use crate::base::Base;
 use crate::container::checksum::FileDigest;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::inspect::{inspect_with, ArchiveInfo};
 use crate::pipeline::decode::{check_md5, DecodeOptions, DecodeReport};
 use crate::pipeline::on_threads;
+use crate::pipeline::one_block_needs;
 use crate::remote::{RemoteFile, RemoteOptions, RemoteStats};
 use std::io::{self, Write};
 
@@ -72,7 +73,7 @@ pub fn decode_url<W: Write + Send>(
 ) -> Result<(DecodeReport, RemoteStats)> {
     on_threads(opts.threads, || {
         let mut archive = Archive::open_url_with(url, opts.base.cloned(), remote)?;
-        archive.set_memory(opts.memory)?;
+        fit_memory(&mut archive, opts.memory)?;
         let mut out = Hashing {
             out: output,
             digest: opts.check_md5.then(FileDigest::new),
@@ -94,6 +95,23 @@ pub fn decode_url<W: Write + Send>(
         };
         Ok((report, archive.remote_stats()))
     })
+}
+
+/// Shares the memory budget `memory` between the blocks in flight of `archive` and its
+/// reader's read-ahead: the reader takes what one block in flight leaves, up to what it holds
+/// by default ([`RemoteFile::hold_at_most`]), and the blocks the rest.
+fn fit_memory(archive: &mut Archive<RemoteFile>, memory: u64) -> Result<()> {
+    let needs = one_block_needs(archive.block_size(), archive.has_references());
+    let held = archive.reader().hold_at_most(memory.saturating_sub(needs));
+    archive
+        .set_memory(memory.saturating_sub(held))
+        .map_err(|e| match e {
+            Error::InvalidArgument(why) => Error::InvalidArgument(format!(
+                "{why}, besides the {} KiB that the remote reader holds at least",
+                held >> 10
+            )),
+            e => e,
+        })
 }
 
 /// A writer that computes the MD5 of what passes through it, when asked to.

@@ -1211,3 +1211,97 @@ proptest! {
         check_decode(&archive, &input, report.md5, "random layout");
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Cancellation
+// ---------------------------------------------------------------------------------------------
+
+/// A writer that counts the bytes written after `cancel` was set.
+struct AfterCancel<'a> {
+    cancel: &'a sc::Cancel,
+    before: usize,
+    after: usize,
+}
+
+impl io::Write for AfterCancel<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self.cancel.is_cancelled() {
+            true => self.after += buf.len(),
+            false => self.before += buf.len(),
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A token set before an encode or decode stops it with nothing written; one set after the
+/// first block is written (the progress callback runs then) stops it with nothing more
+/// written: no further block, no trailer.
+#[test]
+fn a_cancel_token_stops_encode_and_decode_with_nothing_more_written() {
+    let mut rng = Rng(41);
+    let original: Vec<u8> = (0..1 << 20).map(|_| (rng.next() % 7) as u8).collect();
+    let block_size = 64 << 10;
+    let archive = sc::encode_to_vec(
+        &original,
+        &EncodeOptions {
+            block_size,
+            ..EncodeOptions::new(Mode::Fast)
+        },
+    )
+    .unwrap();
+    for set_at_start in [true, false] {
+        let cancel = sc::Cancel::new();
+        if set_at_start {
+            cancel.cancel();
+        }
+        let stop = || cancel.cancel();
+        let progress = |_: u64| stop();
+        let mut out = AfterCancel {
+            cancel: &cancel,
+            before: 0,
+            after: 0,
+        };
+        let opts = EncodeOptions {
+            block_size,
+            progress: Some(&progress),
+            cancel: Some(&cancel),
+            threads: 2,
+            ..EncodeOptions::new(Mode::Best)
+        };
+        let e = encode(&original[..], &mut out, &opts).unwrap_err();
+        assert!(matches!(e, sc::Error::Cancelled), "{e}");
+        assert_eq!(out.after, 0, "encode wrote after the token was set");
+        assert_eq!(out.before == 0, set_at_start);
+
+        let cancel = sc::Cancel::new();
+        if set_at_start {
+            cancel.cancel();
+        }
+        let stop = || cancel.cancel();
+        let progress = |_: u64| stop();
+        let mut out = AfterCancel {
+            cancel: &cancel,
+            before: 0,
+            after: 0,
+        };
+        let opts = DecodeOptions {
+            progress: Some(&progress),
+            cancel: Some(&cancel),
+            threads: 2,
+            ..Default::default()
+        };
+        let e = decode(&archive[..], &mut out, &opts).unwrap_err();
+        assert!(matches!(e, sc::Error::Cancelled), "{e}");
+        assert_eq!(out.after, 0, "decode wrote after the token was set");
+        assert_eq!(out.before == 0, set_at_start);
+        assert!(
+            out.before <= block_size as usize,
+            "{} bytes written",
+            out.before
+        );
+    }
+}
