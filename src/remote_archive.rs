@@ -65,6 +65,8 @@ pub fn inspect_url(url: &str, opts: &RemoteOptions) -> Result<(ArchiveInfo, Remo
 /// Decompresses the whole archive at `url` into `output`, reading it as
 /// [`Archive::open_url`] does, with what `opts` asks for ([`DecodeOptions::progress`] and
 /// [`DecodeOptions::map`] aside); returns the report and what the requests did.
+/// [`DecodeOptions::cancel`] stops it as [`RemoteOptions::cancel`] does: between blocks, and
+/// within 50 ms of a wait for the server.
 pub fn decode_url<W: Write + Send>(
     url: &str,
     output: W,
@@ -72,7 +74,10 @@ pub fn decode_url<W: Write + Send>(
     remote: &RemoteOptions,
 ) -> Result<(DecodeReport, RemoteStats)> {
     on_threads(opts.threads, || {
-        let mut archive = Archive::open_url_with(url, opts.base.cloned(), remote)?;
+        // The decode's token stops the reader's waits too.
+        let mut remote = remote.clone();
+        remote.cancel = remote.cancel.or_else(|| opts.cancel.cloned());
+        let mut archive = Archive::open_url_with(url, opts.base.cloned(), &remote)?;
         fit_memory(&mut archive, opts.memory)?;
         let mut out = Hashing {
             out: output,

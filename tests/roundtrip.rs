@@ -1237,6 +1237,29 @@ impl io::Write for AfterCancel<'_> {
     }
 }
 
+/// Runs `run` with a token (set before it starts with `set_at_start`, else by the progress
+/// callback, after the first block is written) and a writer: it must end cancelled, writing
+/// nothing after the token was set. Returns the bytes written before.
+fn cancelled(
+    set_at_start: bool,
+    run: impl FnOnce(&sc::Cancel, &(dyn Fn(u64) + Sync), &mut AfterCancel) -> sc::Result<()>,
+) -> usize {
+    let cancel = sc::Cancel::new();
+    if set_at_start {
+        cancel.cancel();
+    }
+    let progress = |_: u64| cancel.cancel();
+    let mut out = AfterCancel {
+        cancel: &cancel,
+        before: 0,
+        after: 0,
+    };
+    let e = run(&cancel, &progress, &mut out).unwrap_err();
+    assert!(matches!(e, sc::Error::Cancelled), "{e}");
+    assert_eq!(out.after, 0, "written after the token was set");
+    out.before
+}
+
 /// A token set before an encode or decode stops it with nothing written; one set after the
 /// first block is written (the progress callback runs then) stops it with nothing more
 /// written: no further block, no trailer.
@@ -1245,63 +1268,33 @@ fn a_cancel_token_stops_encode_and_decode_with_nothing_more_written() {
     let mut rng = Rng(41);
     let original: Vec<u8> = (0..1 << 20).map(|_| (rng.next() % 7) as u8).collect();
     let block_size = 64 << 10;
-    let archive = sc::encode_to_vec(
-        &original,
-        &EncodeOptions {
-            block_size,
-            ..EncodeOptions::new(Mode::Fast)
-        },
-    )
-    .unwrap();
+    let fast = EncodeOptions {
+        block_size,
+        ..EncodeOptions::new(Mode::Fast)
+    };
+    let archive = sc::encode_to_vec(&original, &fast).unwrap();
     for set_at_start in [true, false] {
-        let cancel = sc::Cancel::new();
-        if set_at_start {
-            cancel.cancel();
-        }
-        let stop = || cancel.cancel();
-        let progress = |_: u64| stop();
-        let mut out = AfterCancel {
-            cancel: &cancel,
-            before: 0,
-            after: 0,
-        };
-        let opts = EncodeOptions {
-            block_size,
-            progress: Some(&progress),
-            cancel: Some(&cancel),
-            threads: 2,
-            ..EncodeOptions::new(Mode::Best)
-        };
-        let e = encode(&original[..], &mut out, &opts).unwrap_err();
-        assert!(matches!(e, sc::Error::Cancelled), "{e}");
-        assert_eq!(out.after, 0, "encode wrote after the token was set");
-        assert_eq!(out.before == 0, set_at_start);
-
-        let cancel = sc::Cancel::new();
-        if set_at_start {
-            cancel.cancel();
-        }
-        let stop = || cancel.cancel();
-        let progress = |_: u64| stop();
-        let mut out = AfterCancel {
-            cancel: &cancel,
-            before: 0,
-            after: 0,
-        };
-        let opts = DecodeOptions {
-            progress: Some(&progress),
-            cancel: Some(&cancel),
-            threads: 2,
-            ..Default::default()
-        };
-        let e = decode(&archive[..], &mut out, &opts).unwrap_err();
-        assert!(matches!(e, sc::Error::Cancelled), "{e}");
-        assert_eq!(out.after, 0, "decode wrote after the token was set");
-        assert_eq!(out.before == 0, set_at_start);
-        assert!(
-            out.before <= block_size as usize,
-            "{} bytes written",
-            out.before
-        );
+        let encoded = cancelled(set_at_start, |cancel, progress, out| {
+            let opts = EncodeOptions {
+                block_size,
+                progress: Some(progress),
+                cancel: Some(cancel),
+                threads: 2,
+                ..EncodeOptions::new(Mode::Best)
+            };
+            encode(&original[..], out, &opts).map(drop)
+        });
+        assert_eq!(encoded == 0, set_at_start);
+        let decoded = cancelled(set_at_start, |cancel, progress, out| {
+            let opts = DecodeOptions {
+                progress: Some(progress),
+                cancel: Some(cancel),
+                threads: 2,
+                ..Default::default()
+            };
+            decode(&archive[..], out, &opts).map(drop)
+        });
+        assert_eq!(decoded == 0, set_at_start);
+        assert!(decoded <= block_size as usize, "{decoded} bytes written");
     }
 }
