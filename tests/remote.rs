@@ -472,7 +472,7 @@ fn a_remote_decode_holds_its_read_ahead_within_the_memory_budget() {
         memory: needs,
         ..Default::default()
     };
-    let err = decode_url(&url, &mut Vec::new(), &dopts, &quick())
+    let err = decode_url(&url, Vec::new(), &dopts, &quick())
         .unwrap_err()
         .to_string();
     assert!(

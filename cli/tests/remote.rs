@@ -591,7 +591,9 @@ fn a_remote_prefix_skips_a_key_it_cannot_read_with_a_note() {
     assert!(out.status.success(), "{err}");
     let shown = format!("{prefix}x\\u{{1b}}y.sc");
     assert!(
-        err.contains(&format!("sc: note: skipping {shown}: its key is not one sc can read")),
+        err.contains(&format!(
+            "sc: note: skipping {shown}: its key is not one sc can read"
+        )),
         "{err}"
     );
     assert!(!err.contains('\u{1b}'), "{err:?}");

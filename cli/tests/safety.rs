@@ -891,8 +891,9 @@ fn a_writer_in_a_pid_namespace_without_its_own_proc_is_left_alone() {
         .args(["encode", "-q", "-f"])
         .arg(&input)
         .arg("-o")
-        .arg(dir.path().join("m.sc"));
-    assert!(st.status().unwrap().success());
+        .arg(dir.path().join("m.sc"))
+        .status();
+    assert!(st.unwrap().success());
     let now = files_in(dir.path());
     assert!(
         now.contains(&live[0]),
