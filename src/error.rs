@@ -108,6 +108,10 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// The run was stopped through its [`Cancel`](crate::Cancel) token (Ctrl-C, say) before
+    /// it was done: what it wrote is unfinished.
+    #[error("cancelled")]
+    Cancelled,
 }
 
 /// The text of [`Error::BaseMismatch`]: a base of the name recorded has most likely been
@@ -274,6 +278,8 @@ impl From<Error> for io::Error {
             | Error::BaseNeeded { .. }
             | Error::BaseMismatch { .. }
             | Error::BadBase { .. } => io::Error::new(io::ErrorKind::InvalidInput, e),
+            // Not `Interrupted`, which readers and writers retry.
+            Error::Cancelled => io::Error::other(e),
             e => io::Error::new(io::ErrorKind::InvalidData, e),
         }
     }

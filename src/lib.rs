@@ -131,6 +131,7 @@ mod transform;
 
 mod archive;
 mod base;
+mod cancel;
 mod error;
 pub mod folder;
 mod format;
@@ -176,6 +177,7 @@ pub use archive::decode_slice;
 pub use archive::decode_to_vec;
 pub use archive::{AccessStats, Archive, StoredBytes};
 pub use base::Base;
+pub use cancel::Cancel;
 pub use choice::SignModels;
 pub use container::{Kind, Mode};
 pub use error::{Error, HeaderError, Result, TensorProblem};

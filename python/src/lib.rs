@@ -711,6 +711,11 @@ fn encode_parts(
     }
     opts.input_len = Some(spans.iter().map(|s| s.1 as u64).sum());
     let archive = run_stoppable(py, pool.as_deref(), dst.as_deref(), |stop| {
+        let cancel = sc::Cancel::from_flag(stop.clone());
+        let opts = sc::EncodeOptions {
+            cancel: Some(&cancel),
+            ..opts
+        };
         // SAFETY: the buffers stay exported, so their memory stays put, while `parts` lives.
         let input = || Parts {
             parts: spans
@@ -763,15 +768,17 @@ fn compress_file<'py>(
     let opts = encode_options(mode, level, block_size, md5)?;
     let pool = thread_pool(threads)?;
     let report = run_stoppable(py, pool.as_deref(), Some(&src), |stop| {
+        let cancel = sc::Cancel::from_flag(stop.clone());
         // A remote source is copied to a temporary file first: finding repeated tensors
         // reads the input twice.
         let f = match src.to_str().filter(|s| sc::remote::is_url(s)) {
-            Some(url) => remote::spool(url)?,
+            Some(url) => remote::spool(url, &cancel)?,
             None => open(&src)?,
         };
         let base = base_for(base.as_deref(), None)?;
         let opts = sc::EncodeOptions {
             base: base.as_ref(),
+            cancel: Some(&cancel),
             ..opts
         };
         if let Some(url) = dst.to_str().filter(|s| sc::remote::is_url(s)) {
@@ -803,16 +810,19 @@ fn hex(d: [u8; 16]) -> String {
 }
 
 /// Decodes the archive file `src` into `out`, checking every block and, with `check_md5`, the
-/// recorded MD5 of the whole file; `base`, the path of the base it is coded against.
+/// recorded MD5 of the whole file; `base`, the path of the base it is coded against. It stops
+/// once `stop` is set.
 fn decode_to(
     src: &Path,
     out: impl Write + Send,
     check_md5: bool,
     base: Option<&Path>,
+    stop: &Arc<AtomicBool>,
 ) -> Res<sc::DecodeReport> {
+    let cancel = sc::Cancel::from_flag(stop.clone());
     if let Some(url) = src.to_str().filter(|s| sc::remote::is_url(s)) {
         let base = base_for(base, None)?;
-        return remote::decode_url(url, out, check_md5, base.as_ref());
+        return remote::decode_url(url, out, check_md5, base.as_ref(), &cancel);
     }
     let f = open(src)?;
     let base = base_for(base, Some(src))?;
@@ -822,6 +832,7 @@ fn decode_to(
         check_md5,
         base: base.as_ref(),
         map: false,
+        cancel: Some(&cancel),
         ..Default::default()
     };
     Ok(sc::decode_file(&f, out, &opts)?)
@@ -855,7 +866,7 @@ fn decompress_file<'py>(
         let mut report = None;
         write_atomically(&dst, overwrite, |w| {
             let w = stoppable(w, stop);
-            report = Some(decode_to(&src, w, check_md5, base.as_deref())?);
+            report = Some(decode_to(&src, w, check_md5, base.as_deref(), stop)?);
             Ok(())
         })?;
         report.ok_or_else(|| Failure::Py(ScError::new_err("decoding did not finish")))
@@ -875,7 +886,13 @@ fn verify<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let pool = thread_pool(threads)?;
     let report = run_stoppable(py, pool.as_deref(), Some(&path), |stop| {
-        decode_to(&path, stoppable(io::sink(), stop), true, base.as_deref())
+        decode_to(
+            &path,
+            stoppable(io::sink(), stop),
+            true,
+            base.as_deref(),
+            stop,
+        )
     })?;
     decode_report(py, &report)
 }

@@ -5,8 +5,9 @@ use super::digest::DigestWorker;
 use super::plan::{Planner, TensorRows};
 use super::pool::{Pool, Pooled};
 use super::refs::{FillCheck, Input, NoOwn, OwnBytes, Spans};
-use super::{dedup, on_threads, ordered, Budget, Pending, Pools, DEFAULT_MEMORY};
+use super::{dedup, on_threads, ordered_until, Budget, Pending, Pools, DEFAULT_MEMORY};
 use crate::base::Base;
+use crate::cancel::{self, Cancel};
 use crate::choice::SignModels;
 use crate::container::kept;
 use crate::container::refs::{Reference, References, Source};
@@ -76,6 +77,9 @@ pub struct EncodeOptions<'a> {
     /// safetensors file needs a reader of format version 5; [`SignModels::Off`] writes what
     /// readers of version 4 decode.
     pub sign_models: SignModels,
+    /// A token that stops the run once set ([`Cancel`]): it ends with
+    /// [`Error::Cancelled`] once the blocks being coded are done, writing nothing more.
+    pub cancel: Option<&'a Cancel>,
 }
 
 impl EncodeOptions<'_> {
@@ -93,6 +97,7 @@ impl EncodeOptions<'_> {
             base: None,
             dedup: true,
             sign_models: SignModels::default(),
+            cancel: None,
         }
     }
 
@@ -123,6 +128,7 @@ impl std::fmt::Debug for EncodeOptions<'_> {
             .field("base", &self.base.map(Base::name))
             .field("dedup", &self.dedup)
             .field("sign_models", &self.sign_models)
+            .field("cancel", &self.cancel)
             .finish()
     }
 }
@@ -556,6 +562,8 @@ fn encode_here<R: Read + Send, W: Write + Send>(
         prefix.len() as u64,
     );
     let (based_tensors, repeated_tensors) = refs.as_ref().map_or((0, 0), References::counts);
+    // Finding repeated tensors reads the whole input once.
+    cancel::check(opts.cancel)?;
     #[cfg(feature = "internals")]
     crate::hook::reach(crate::hook::Point::Planned);
     let budget = Budget::new(opts.memory, opts.block_size, 2, 0, refs.is_some())?;
@@ -614,8 +622,9 @@ fn encode_here<R: Read + Send, W: Write + Send>(
             header: file_header,
             packed,
         });
-        ordered(
+        ordered_until(
             budget.window,
+            opts.cancel,
             &mut || {
                 // The MD5 thread hashes each block as soon as it is read, off the coding path,
                 // holding blocks already written no further behind than the budget allows.
