@@ -37,6 +37,18 @@ pub enum Reference<'a> {
     Base(&'a str),
     /// An earlier tensor of the same file holding the same bytes: stored once.
     Repeats(&'a str),
+    /// A quant tensor re-derived from the seed's tensor of the same name (the seed named as
+    /// the archive records it), which reading it needs, as the base of [`Reference::Base`].
+    Derived {
+        /// The seed's name as recorded.
+        seed: &'a str,
+        /// The quantizer that re-derives it ([`crate::derive::QUANTIZER`]).
+        quantizer: &'a str,
+        /// The tensor's ggml blocks.
+        blocks: u64,
+        /// Those equal to their re-derived bytes (the rest coded as residuals).
+        exact: u64,
+    },
 }
 
 /// What the tensor `name` of an archive with `header` is coded against.
@@ -46,6 +58,12 @@ pub(crate) fn reference<'h>(header: &'h FileHeader, name: &str) -> Option<Refere
     Some(match &e.source {
         RefSource::Base { .. } => Reference::Base(&refs.base_name),
         RefSource::Tensor(from) => Reference::Repeats(from),
+        RefSource::Derived(d) => Reference::Derived {
+            seed: &refs.base_name,
+            quantizer: &d.quantizer,
+            blocks: crate::derive::blocks_of(d),
+            exact: d.exact,
+        },
     })
 }
 
@@ -151,8 +169,10 @@ pub struct ArchiveInfo {
     pub transforms: BTreeMap<&'static str, TransformUse>,
     /// The name of the base the archive is coded against, as recorded, when it needs one.
     pub base_name: Option<String>,
-    /// Tensors coded against the base.
+    /// Tensors coded against the base (those re-derived from it included).
     pub based_tensors: usize,
+    /// Of those, quant tensors re-derived from the base, their seed ([`Reference::Derived`]).
+    pub derived_tensors: usize,
     /// Tensors stored as a reference to an earlier, identical one.
     pub repeated_tensors: usize,
     header: FileHeader,
@@ -241,6 +261,7 @@ pub(crate) fn inspect_with<R: Read + Seek>(r: &mut R, records: bool) -> Result<A
         format_version: header.version,
         base_name,
         based_tensors,
+        derived_tensors: header.refs.as_ref().map_or(0, References::derived),
         repeated_tensors,
         mode: header.mode,
         kind: header.kind,

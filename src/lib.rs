@@ -126,6 +126,7 @@ mod transform;
 
 mod archive;
 mod base;
+pub mod derive;
 mod error;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
@@ -171,6 +172,7 @@ pub use archive::{AccessStats, Archive, StoredBytes};
 pub use base::Base;
 pub use choice::SignModels;
 pub use container::{Kind, Mode};
+pub use derive::{verify_derives, TensorDerivation};
 pub use error::{Error, HeaderError, Result, TensorProblem};
 pub use inspect::{inspect, ArchiveInfo, CodecUse, Reference, TransformUse};
 pub use names::closest_names;

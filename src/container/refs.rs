@@ -32,6 +32,27 @@ pub enum Source {
     },
     /// An earlier tensor of this file holding the same bytes.
     Tensor(String),
+    /// The seed's tensor of the same name, converted to f32 and quantized to this tensor's ggml
+    /// type by the quantizer named (format version 7): a quant coded against its seed.
+    Derived(Derived),
+}
+
+/// A tensor re-derived from its seed: the seed tensor's identity, the types on both sides,
+/// the quantizer, and how many of the tensor's ggml blocks re-derived exactly at encode.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Derived {
+    /// Bytes of the seed tensor.
+    pub len: u64,
+    /// XXH3-128 (seed 0) of the seed tensor's bytes.
+    pub digest: u128,
+    /// ggml type id of the seed tensor (F32, F16 or BF16).
+    pub seed_type: u32,
+    /// ggml type id of this tensor, as the kept header gives it.
+    pub quant_type: u32,
+    /// The quantizer that makes the prediction ([`crate::derive::QUANTIZERS`]).
+    pub quantizer: String,
+    /// ggml blocks of this tensor equal to their prediction, counted at encode.
+    pub exact: u64,
 }
 
 /// One tensor coded against other bytes.
@@ -107,6 +128,16 @@ impl References {
                     put_name(&mut body, &e.tensor);
                     put_name(&mut body, from);
                 }
+                Source::Derived(d) => {
+                    body.push(2);
+                    put_name(&mut body, &e.tensor);
+                    body.extend_from_slice(&d.len.to_le_bytes());
+                    body.extend_from_slice(&d.digest.to_le_bytes());
+                    body.extend_from_slice(&d.seed_type.to_le_bytes());
+                    body.extend_from_slice(&d.quant_type.to_le_bytes());
+                    put_name(&mut body, &d.quantizer);
+                    body.extend_from_slice(&d.exact.to_le_bytes());
+                }
             }
         }
         let mut b = Vec::with_capacity(body.len() + 20);
@@ -127,18 +158,27 @@ impl References {
                     + match &e.source {
                         Source::Base { .. } => 8 + 16,
                         Source::Tensor(from) => name(from),
+                        Source::Derived(d) => 8 + 16 + 4 + 4 + name(&d.quantizer) + 8,
                     }
             })
             .sum();
         12 + name(&self.base_name) + 4 + entries + 8
     }
 
-    /// Tensors coded against the base, and tensors coded against an earlier one.
+    /// Tensors coded against the base (its tensors as they are, or re-derived from them), and
+    /// tensors coded against an earlier one.
     pub fn counts(&self) -> (usize, usize) {
-        let based = (self.entries.iter())
-            .filter(|e| matches!(e.source, Source::Base { .. }))
+        let repeated = (self.entries.iter())
+            .filter(|e| matches!(e.source, Source::Tensor(_)))
             .count();
-        (based, self.entries.len() - based)
+        (self.entries.len() - repeated, repeated)
+    }
+
+    /// Tensors re-derived from the seed.
+    pub fn derived(&self) -> usize {
+        (self.entries.iter())
+            .filter(|e| matches!(e.source, Source::Derived(_)))
+            .count()
     }
 
     /// Whether the names fit the section's 16-bit length fields.
@@ -149,6 +189,7 @@ impl References {
                 ok(&e.tensor)
                     && match &e.source {
                         Source::Tensor(from) => ok(from),
+                        Source::Derived(d) => ok(&d.quantizer),
                         Source::Base { .. } => true,
                     }
             })
@@ -192,6 +233,14 @@ impl References {
                     digest: u128::from_le_bytes(f.int()?),
                 },
                 1 => Source::Tensor(f.name()?),
+                2 => Source::Derived(Derived {
+                    len: u64::from_le_bytes(f.int()?),
+                    digest: u128::from_le_bytes(f.int()?),
+                    seed_type: u32::from_le_bytes(f.int()?),
+                    quant_type: u32::from_le_bytes(f.int()?),
+                    quantizer: f.name()?,
+                    exact: u64::from_le_bytes(f.int()?),
+                }),
                 k => return Err(corrupt(format!("unknown reference kind {k}"))),
             };
             entries.push(Reference { tensor, source });
@@ -237,6 +286,7 @@ impl References {
                     )))
                 }
                 Source::Base { .. } => {}
+                Source::Derived(d) => check_derived(&e.tensor, t, d)?,
                 Source::Tensor(from) => {
                     let s = find(from)?;
                     if s.len() != t.len() || s.end > t.begin || repeated.contains(from.as_str()) {
@@ -247,6 +297,26 @@ impl References {
         }
         Ok(())
     }
+}
+
+/// Checks a derived tensor's entry against the tensor `t` of the kept header: its ggml type
+/// the one recorded, a type the quantizer makes; the seed type F32, F16 or BF16, and the seed
+/// tensor as many values long; the exact blocks no more than the tensor has.
+fn check_derived(name: &str, t: &TensorInfo, d: &Derived) -> Result<()> {
+    let bad = |what: &str| corrupt(format!("derived tensor {name:?}: {what}"));
+    let (seed, quant) = crate::derive::types_of(d).map_err(|e| bad(&e))?;
+    if quant.name != t.dtype_name {
+        return Err(bad("its type is not the kept header's"));
+    }
+    let blocks = t.len() / u64::from(quant.block_bytes);
+    if !t.len().is_multiple_of(u64::from(quant.block_bytes)) || d.exact > blocks {
+        return Err(bad("more exact blocks than blocks"));
+    }
+    let values = blocks.checked_mul(u64::from(quant.block_values));
+    if values.and_then(|v| v.checked_mul(u64::from(seed.block_bytes))) != Some(d.len) {
+        return Err(bad("the seed tensor's length does not match"));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
