@@ -29,9 +29,54 @@ pub fn base() -> &'static Base {
 /// made right, so that mutations of a kept header, deflated or not, reach its inflating and
 /// parsing instead of stopping at the checksum.
 pub fn archive(data: &[u8]) {
-    read_archive(data);
+    read_archive(data, base());
     if let Some(resummed) = with_header_sum(data) {
-        read_archive(&resummed);
+        read_archive(&resummed, base());
+    }
+}
+
+/// The seed the derived target decodes against: `testdata/ladder-seed.gguf`, of which
+/// `testdata/ladder-q4_k.gguf` is a quant (a few blocks perturbed).
+pub fn seed() -> &'static Base {
+    static SEED: OnceLock<Base> = OnceLock::new();
+    SEED.get_or_init(|| {
+        let seed = include_bytes!("../testdata/ladder-seed.gguf");
+        Base::from_bytes("ladder-seed.gguf", seed.to_vec()).expect("ladder-seed.gguf is valid")
+    })
+}
+
+/// The derived-reference decoder: arbitrary bytes as an archive decoded against [`seed`] (as
+/// [`archive`] does against its base), and as the body of a reference section (framed with a
+/// right checksum, so that mutations reach its parsing) checked against the quant
+/// `testdata/ladder-q4_k.gguf`'s tensors and, where it passes, every referenced tensor's base
+/// bytes predicted from the seed. Any result but a panic, hang or huge allocation is
+/// acceptable.
+pub fn derived(data: &[u8]) {
+    read_archive(data, seed());
+    if let Some(resummed) = with_header_sum(data) {
+        read_archive(&resummed, seed());
+    }
+    use crate::container::refs::{References, TAG};
+    use crate::pipeline::refs::{NoOwn, Spans};
+    let mut section = TAG.to_vec();
+    section.extend_from_slice(&(data.len() as u64).to_le_bytes());
+    section.extend_from_slice(data);
+    let sum = crate::container::checksum::xxh3(&section);
+    section.extend_from_slice(&sum.to_le_bytes());
+    let Ok(refs) = References::read(&mut &section[..], Some(section.len() as u64)) else {
+        return;
+    };
+    let quant = include_bytes!("../testdata/ladder-q4_k.gguf");
+    let Ok((_, tensors)) = crate::gguf::listed_tensors(quant, quant.len() as u64) else {
+        return;
+    };
+    if refs.check(&tensors).is_err() {
+        return;
+    }
+    let spans = Spans::new(Some(&refs), &tensors, 0);
+    for s in spans.spans() {
+        let mut out = vec![0u8; (s.range.end - s.range.start) as usize];
+        let _ = spans.fill(s.range.start, &mut out, Some(seed()), &NoOwn);
     }
 }
 
@@ -52,8 +97,8 @@ fn with_header_sum(data: &[u8]) -> Option<Vec<u8>> {
     Some(out)
 }
 
-fn read_archive(data: &[u8]) {
-    for base in [None, Some(base())] {
+fn read_archive(data: &[u8], with: &Base) {
+    for base in [None, Some(with)] {
         for archive_len in [Some(data.len() as u64), None] {
             let opts = DecodeOptions {
                 check_md5: true,
@@ -72,7 +117,7 @@ fn read_archive(data: &[u8]) {
     let _ = crate::inspect(&mut Cursor::new(data));
     for a in [
         Archive::open(Cursor::new(data)),
-        Archive::open_with_base(Cursor::new(data), base().clone()),
+        Archive::open_with_base(Cursor::new(data), with.clone()),
     ] {
         let Ok(mut a) = a else {
             continue;

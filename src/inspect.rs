@@ -67,6 +67,32 @@ pub(crate) fn reference<'h>(header: &'h FileHeader, name: &str) -> Option<Refere
     })
 }
 
+/// The derived entries of an archive with `header`.
+fn derived_entries(header: &FileHeader) -> impl Iterator<Item = &crate::container::refs::Derived> {
+    let entries = header.refs.as_ref().map_or(&[][..], |r| &r.entries[..]);
+    entries.iter().filter_map(|e| match &e.source {
+        RefSource::Derived(d) => Some(d),
+        _ => None,
+    })
+}
+
+/// The ggml blocks of an archive's derived tensors, and those that re-derived exactly.
+fn derived_blocks(header: &FileHeader) -> (u64, u64) {
+    derived_entries(header).fold((0, 0), |(b, e), d| {
+        (b + crate::derive::blocks_of(d), e + d.exact)
+    })
+}
+
+/// The quantizers an archive's derived tensors name, each once.
+fn quantizers(header: &FileHeader) -> Vec<String> {
+    let mut q: Vec<String> = derived_entries(header)
+        .map(|d| d.quantizer.clone())
+        .collect();
+    q.sort();
+    q.dedup();
+    q
+}
+
 /// The kept safetensors header's JSON text of an archive with this header.
 pub(crate) fn header_json(header: &FileHeader) -> Option<&str> {
     match header.kind {
@@ -173,6 +199,11 @@ pub struct ArchiveInfo {
     pub based_tensors: usize,
     /// Of those, quant tensors re-derived from the base, their seed ([`Reference::Derived`]).
     pub derived_tensors: usize,
+    /// The ggml blocks of the derived tensors, and those of them that re-derived exactly
+    /// (counted at encode); the rest are coded as residuals.
+    pub derived_blocks: (u64, u64),
+    /// The quantizers the derived tensors are re-derived with (none without any).
+    pub quantizers: Vec<String>,
     /// Tensors stored as a reference to an earlier, identical one.
     pub repeated_tensors: usize,
     header: FileHeader,
@@ -262,6 +293,8 @@ pub(crate) fn inspect_with<R: Read + Seek>(r: &mut R, records: bool) -> Result<A
         base_name,
         based_tensors,
         derived_tensors: header.refs.as_ref().map_or(0, References::derived),
+        derived_blocks: derived_blocks(&header),
+        quantizers: quantizers(&header),
         repeated_tensors,
         mode: header.mode,
         kind: header.kind,

@@ -365,6 +365,38 @@ fn every_byte_of_the_reference_section_mutated_is_an_error_never_a_panic() {
     }
 }
 
+#[test]
+fn every_byte_of_the_section_body_mutated_with_its_checksum_made_right_never_decodes_wrong() {
+    let (_, seed) = seed_base(8);
+    let quant = gguf(&quant_of(&seed_tensors(8), "Q5_K", 4));
+    let archive = encode(&quant, Some(&seed), Mode::Best);
+    let start = archive.windows(4).position(|w| w == b"SCRF").unwrap();
+    let len = u64::from_le_bytes(archive[start + 4..start + 12].try_into().unwrap()) as usize;
+    let end = start + 12 + len;
+    let (mut errors, mut same) = (0, 0);
+    for i in start + 12..end {
+        let mut bad = archive.clone();
+        bad[i] ^= 0x21;
+        let sum = sc::container::checksum::xxh3(&bad[start..end]);
+        bad[end..end + 8].copy_from_slice(&sum.to_le_bytes());
+        match decode(&bad, Some(&seed)) {
+            Ok(out) => {
+                assert_eq!(out, quant, "byte {i} decoded to other bytes");
+                same += 1;
+            }
+            Err(e) => {
+                assert!(!e.to_string().contains('\n'));
+                errors += 1;
+            }
+        }
+    }
+    // Only the counts of exact blocks are free to change (they inform, the blocks decide).
+    assert!(
+        errors > 0 && same <= 8 * 4 + 8,
+        "{errors} errors, {same} decoded"
+    );
+}
+
 /// Writes `testdata/ladder-seed.gguf` and `testdata/ladder-q4_k.gguf`: the seed and a Q4_K quant
 /// of it with one block in seven perturbed.
 #[test]
