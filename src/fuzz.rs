@@ -15,11 +15,14 @@ use std::sync::OnceLock;
 /// base seed the container target, so its mutations reach the delta decoders).
 pub fn base() -> &'static Base {
     static BASE: OnceLock<Base> = OnceLock::new();
-    BASE.get_or_init(|| {
-        let tiny = include_bytes!("../testdata/tiny.safetensors");
-        // Compiled-in bytes that tests/fine_tune.rs also opens as a base: they cannot fail.
-        Base::from_bytes("tiny.safetensors", tiny.to_vec()).expect("tiny.safetensors is valid")
-    })
+    let tiny = include_bytes!("../testdata/tiny.safetensors");
+    compiled_in(&BASE, "tiny.safetensors", tiny)
+}
+
+/// The base `cell` holds, made from `bytes` (a file of `testdata/` called `name`) on first use.
+fn compiled_in(cell: &'static OnceLock<Base>, name: &str, bytes: &[u8]) -> &'static Base {
+    // Compiled-in bytes that the tests also open as bases: they cannot fail.
+    cell.get_or_init(|| Base::from_bytes(name, bytes.to_vec()).expect("test data is valid"))
 }
 
 /// Arbitrary bytes as an archive: decoding (from memory and as a stream, with and without the
@@ -29,9 +32,14 @@ pub fn base() -> &'static Base {
 /// made right, so that mutations of a kept header, deflated or not, reach its inflating and
 /// parsing instead of stopping at the checksum.
 pub fn archive(data: &[u8]) {
-    read_archive(data, base());
+    archive_against(data, base());
+}
+
+/// [`archive`] with `base` as the base: the bytes as they are and with the header's XXH3 right.
+fn archive_against(data: &[u8], base: &Base) {
+    read_archive(data, base);
     if let Some(resummed) = with_header_sum(data) {
-        read_archive(&resummed, base());
+        read_archive(&resummed, base);
     }
 }
 
@@ -39,10 +47,8 @@ pub fn archive(data: &[u8]) {
 /// `testdata/ladder-q4_k.gguf` is a quant (a few blocks perturbed).
 pub fn seed() -> &'static Base {
     static SEED: OnceLock<Base> = OnceLock::new();
-    SEED.get_or_init(|| {
-        let seed = include_bytes!("../testdata/ladder-seed.gguf");
-        Base::from_bytes("ladder-seed.gguf", seed.to_vec()).expect("ladder-seed.gguf is valid")
-    })
+    let seed = include_bytes!("../testdata/ladder-seed.gguf");
+    compiled_in(&SEED, "ladder-seed.gguf", seed)
 }
 
 /// The derived-reference decoder: arbitrary bytes as an archive decoded against [`seed`] (as
@@ -52,10 +58,7 @@ pub fn seed() -> &'static Base {
 /// bytes predicted from the seed. Any result but a panic, hang or huge allocation is
 /// acceptable.
 pub fn derived(data: &[u8]) {
-    read_archive(data, seed());
-    if let Some(resummed) = with_header_sum(data) {
-        read_archive(&resummed, seed());
-    }
+    archive_against(data, seed());
     use crate::container::refs::{References, TAG};
     use crate::pipeline::refs::{NoOwn, Spans};
     let mut section = TAG.to_vec();

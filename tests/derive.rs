@@ -346,14 +346,27 @@ fn verify_derives_tells_tensor_by_tensor() {
     assert!(sc::verify_derives(&seed, &&b"not a gguf"[..], 10).is_err());
 }
 
-#[test]
-fn every_byte_of_the_reference_section_mutated_is_an_error_never_a_panic() {
-    let (_, seed) = seed_base(7);
-    let quant = gguf(&quant_of(&seed_tensors(7), "Q4_0", 0));
-    let archive = encode(&quant, Some(&seed), Mode::Fast);
+/// A quant of model `model` in `main` (every `perturb`-th block changed) coded in `mode` against
+/// its seed: the seed, the quant, the archive, and where the archive's reference section starts
+/// and where its checksum starts.
+fn sectioned(
+    model: u32,
+    main: &str,
+    perturb: usize,
+    mode: Mode,
+) -> (Base, Vec<u8>, Vec<u8>, usize, usize) {
+    let (_, seed) = seed_base(model);
+    let quant = gguf(&quant_of(&seed_tensors(model), main, perturb));
+    let archive = encode(&quant, Some(&seed), mode);
     let start = archive.windows(4).position(|w| w == b"SCRF").unwrap();
     let len = u64::from_le_bytes(archive[start + 4..start + 12].try_into().unwrap()) as usize;
-    for i in start..start + 12 + len + 8 {
+    (seed, quant, archive, start, start + 12 + len)
+}
+
+#[test]
+fn every_byte_of_the_reference_section_mutated_is_an_error_never_a_panic() {
+    let (seed, _, archive, start, end) = sectioned(7, "Q4_0", 0, Mode::Fast);
+    for i in start..end + 8 {
         for flip in [0x01u8, 0x80, 0xFF] {
             let mut bad = archive.clone();
             bad[i] ^= flip;
@@ -367,12 +380,7 @@ fn every_byte_of_the_reference_section_mutated_is_an_error_never_a_panic() {
 
 #[test]
 fn every_byte_of_the_section_body_mutated_with_its_checksum_made_right_never_decodes_wrong() {
-    let (_, seed) = seed_base(8);
-    let quant = gguf(&quant_of(&seed_tensors(8), "Q5_K", 4));
-    let archive = encode(&quant, Some(&seed), Mode::Best);
-    let start = archive.windows(4).position(|w| w == b"SCRF").unwrap();
-    let len = u64::from_le_bytes(archive[start + 4..start + 12].try_into().unwrap()) as usize;
-    let end = start + 12 + len;
+    let (seed, quant, archive, start, end) = sectioned(8, "Q5_K", 4, Mode::Best);
     let (mut errors, mut same) = (0, 0);
     for i in start + 12..end {
         let mut bad = archive.clone();
