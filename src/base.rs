@@ -364,6 +364,11 @@ impl Base {
         {
             return Ok(d);
         }
+        self.digest_again(name)
+    }
+
+    /// The XXH3-128 of the tensor `name`'s bytes as they are now, computed afresh (and kept).
+    pub(crate) fn digest_again(&self, name: &str) -> Result<u128> {
         let Some((shard, t, start)) = self.inner.tensors.get(name) else {
             return Err(Error::NoSuchTensor(name.to_string()));
         };

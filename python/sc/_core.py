@@ -450,6 +450,14 @@ def verify(path: str | os.PathLike, threads: int | None = None, *, base: str | o
     return dict(_sc.verify(os.fspath(path), threads=threads, base=_path(base)))
 
 
+def verify_derives(seed: str | os.PathLike, quant: str | os.PathLike) -> list[dict[str, Any]]:
+    """Tensor by tensor, whether the GGUF quant `quant` derives bit for bit from the seed `seed`
+    (a GGUF file or its `.sc` archive), as `sc verify --derives SEED QUANT` says: each tensor's
+    `name`, `dtype`, ggml `blocks`, `exact` (blocks equal to the seed's re-derived ones),
+    `derives` (all of them) and `reason` (why it cannot be re-derived, or None)."""
+    return [dict(t) for t in _sc.verify_derives(os.fspath(seed), os.fspath(quant))]
+
+
 def load_file(path: str | os.PathLike, fw: Framework, device: str, threads: int | None, base: str | os.PathLike | None = None) -> dict[str, Any]:
     """Every tensor of the archive at `path` (coded against `base`, if given)."""
     a = Archive(path, threads, base)

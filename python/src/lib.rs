@@ -897,6 +897,36 @@ fn verify<'py>(
     decode_report(py, &report)
 }
 
+/// Tensor by tensor, whether the GGUF quant `quant` derives bit for bit from the seed `seed` (a
+/// GGUF file, its archive or a folder): a list of dicts `name`, `dtype`, `blocks`, `exact`,
+/// `derives` and `reason` (why it cannot be re-derived, or None).
+#[pyfunction]
+fn verify_derives<'py>(
+    py: Python<'py>,
+    seed: PathBuf,
+    quant: PathBuf,
+) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    let report = run(py, None, Some(&quant), || {
+        let base = sc::Base::open(&seed)?;
+        let file = File::open(&quant).map_err(|e| Failure::Os(e, quant.clone()))?;
+        let len = file.metadata().map_err(sc::Error::from)?.len();
+        Ok(sc::verify_derives(&base, &file, len)?)
+    })?;
+    report
+        .iter()
+        .map(|t| {
+            let d = PyDict::new(py);
+            d.set_item("name", &t.name)?;
+            d.set_item("dtype", &t.dtype)?;
+            d.set_item("blocks", t.blocks)?;
+            d.set_item("exact", t.exact)?;
+            d.set_item("derives", t.derives())?;
+            d.set_item("reason", t.not_derivable.as_deref())?;
+            Ok(d)
+        })
+        .collect()
+}
+
 /// The names in `names` closest to `name` (at most three, best first), by the rule the command
 /// line's suggestions follow too.
 #[pyfunction]
@@ -914,6 +944,7 @@ fn _sc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compress_file, m)?)?;
     m.add_function(wrap_pyfunction!(decompress_file, m)?)?;
     m.add_function(wrap_pyfunction!(verify, m)?)?;
+    m.add_function(wrap_pyfunction!(verify_derives, m)?)?;
     m.add_function(wrap_pyfunction!(closest_names, m)?)?;
     m.add_function(wrap_pyfunction!(remote::stats, m)?)?;
     m.add_function(wrap_pyfunction!(remote::is_url, m)?)?;

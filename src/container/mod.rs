@@ -26,13 +26,16 @@ pub const MAGIC: [u8; 4] = [0x89, b'S', b'C', b'W'];
 pub const END_MAGIC: [u8; 4] = *b"SCWE";
 /// Newest format version this build writes and reads. Each archive is written with the lowest
 /// version that holds what its encoder may use (see [`FileHeader::new`] and [`SIGNS_VERSION`]).
-pub const VERSION: u16 = 6;
+pub const VERSION: u16 = 7;
 /// The format version of an archive coded with sign models (the `ctxsigns` and `signs`
 /// codecs), which its encoder asks for (see `EncodeOptions::sign_models`).
 pub const SIGNS_VERSION: u16 = 5;
 /// The format version of an archive of a GGUF file (kind [`Kind::Gguf`] and the ggml block
 /// transforms).
 pub const GGUF_VERSION: u16 = 6;
+/// The format version of an archive with quant tensors re-derived from their seed (reference
+/// kind 2).
+pub const DERIVED_VERSION: u16 = 7;
 /// Oldest format version this build reads: version 2 added the `ctxjoint` codec, the
 /// reference section and the delta transforms, so version 1 archives read as they always did.
 pub const OLDEST_VERSION: u16 = 1;
@@ -236,7 +239,9 @@ impl FileHeader {
     /// with version 1's transforms and codecs alone unless it has references).
     pub fn lowest_version(&self, sign_models: bool) -> u16 {
         let tensors = self.mode == Mode::Best && self.kind == Kind::Safetensors;
-        if self.kind == Kind::Gguf {
+        if self.refs.as_ref().is_some_and(|r| r.derived() > 0) {
+            DERIVED_VERSION
+        } else if self.kind == Kind::Gguf {
             GGUF_VERSION
         } else if tensors && sign_models {
             SIGNS_VERSION
@@ -429,6 +434,9 @@ impl FileHeader {
                 let refs = References::read(r, room)?;
                 if !kind.has_tensors() && !refs.entries.is_empty() {
                     return Err(corrupt("a generic archive with tensor references"));
+                }
+                if f.version < DERIVED_VERSION && refs.derived() > 0 {
+                    return Err(corrupt("derived tensors before format version 7"));
                 }
                 Some(refs)
             }

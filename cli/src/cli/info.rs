@@ -167,6 +167,17 @@ fn summary(
             info.based_tensors
         )?;
     }
+    if info.derived_tensors > 0 {
+        let (blocks, exact) = info.derived_blocks;
+        writeln!(
+            t,
+            "seed:        {} tensors re-derived from the base with {}: {exact} of {blocks} ggml \
+             blocks exact ({:.2}%), the rest coded as residuals",
+            info.derived_tensors,
+            info.quantizers.join(", "),
+            percent(exact, blocks)
+        )?;
+    }
     if info.repeated_tensors > 0 {
         writeln!(
             t,
@@ -254,6 +265,13 @@ struct InfoDoc<'a> {
     base: Option<&'a str>,
     /// Tensors coded against the base.
     based_tensors: usize,
+    /// Of those, quant tensors re-derived from the base (their seed).
+    derived_tensors: usize,
+    /// The derived tensors' ggml blocks, and those that re-derived exactly.
+    derived_blocks: u64,
+    derived_exact_blocks: u64,
+    /// The quantizers they are re-derived with.
+    quantizers: &'a [String],
     /// Tensors stored as references to earlier identical ones.
     repeated_tensors: usize,
     transforms: BTreeMap<&'static str, TransformDoc>,
@@ -339,6 +357,10 @@ fn doc<'a>(
         kept_header_stored_bytes: info.kept_header_stored,
         base: info.base_name.as_deref(),
         based_tensors: info.based_tensors,
+        derived_tensors: info.derived_tensors,
+        derived_blocks: info.derived_blocks.0,
+        derived_exact_blocks: info.derived_blocks.1,
+        quantizers: &info.quantizers,
         repeated_tensors: info.repeated_tensors,
         transforms: info
             .transforms

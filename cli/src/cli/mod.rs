@@ -420,6 +420,10 @@ struct VerifyArgs {
     /// whose MD5 must equal the archive's
     #[arg(value_name = "PATH")]
     paths: Vec<PathBuf>,
+    /// Check instead whether the GGUF quant PATH derives bit for bit from the seed SEED (a
+    /// GGUF file or its archive), tensor by tensor, with llama.cpp's reference quantizers
+    #[arg(long, value_name = "SEED", conflicts_with = "base")]
+    derives: Option<PathBuf>,
     #[command(flatten)]
     base: base::BaseArg,
     #[command(flatten)]
@@ -1090,6 +1094,9 @@ fn md5_of(mut input: impl Read, path: &Path) -> Result<[u8; 16]> {
 }
 
 fn verify(a: &VerifyArgs) -> Result<()> {
+    if let Some(seed) = &a.derives {
+        return verify::derives(seed, &a.paths, &a.common);
+    }
     let file = |p: &Path| !p.is_dir();
     let first = a.paths.first().filter(|p| file(p));
     let base = a.base.open(first.map(PathBuf::as_path))?;
