@@ -51,21 +51,31 @@ impl<'a> Bytes<'a> {
     fn u64(&mut self) -> u64 {
         u64::from_le_bytes(self.take(8).try_into().unwrap())
     }
+    /// A u32 count of types, then per type its u32 id, u32 length and bytes.
+    fn types(&mut self) -> Vec<(u32, &'a [u8])> {
+        (0..self.u32())
+            .map(|_| {
+                let id = self.u32();
+                let n = self.u32() as usize;
+                (id, self.take(n))
+            })
+            .collect()
+    }
+    /// A u32 length, then that many f32.
+    fn f32s(&mut self) -> Vec<f32> {
+        let n = self.u32() as usize;
+        let raw = self.take(4 * n);
+        raw.chunks_exact(4)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .collect()
+    }
 }
 
 fn rows() -> Vec<Vec<f32>> {
     let mut b = Bytes(ROWS);
     assert_eq!(b.take(8), b"SCQROWS1");
     let n = b.u32();
-    let rows = (0..n)
-        .map(|_| {
-            let len = b.u32() as usize;
-            let raw = b.take(4 * len);
-            raw.chunks_exact(4)
-                .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
-                .collect()
-        })
-        .collect();
+    let rows = (0..n).map(|_| b.f32s()).collect();
     assert!(b.0.is_empty());
     rows
 }
@@ -80,13 +90,7 @@ struct Expected<'a> {
 fn expected() -> Expected<'static> {
     let mut b = Bytes(EXPECTED);
     assert_eq!(b.take(8), b"SCQEXP01");
-    let types = (0..b.u32())
-        .map(|_| {
-            let id = b.u32();
-            let n = b.u32() as usize;
-            (id, b.take(n))
-        })
-        .collect();
+    let types = b.types();
     let conversions = (0..b.u32()).map(|_| (b.u32(), b.u64(), b.u64())).collect();
     assert!(b.0.is_empty());
     Expected { types, conversions }
@@ -107,33 +111,48 @@ fn every_type_matches_llama_cpp() {
     for name in QUANTIZED {
         let t = ty(name);
         let want = expected.types.iter().find(|(id, _)| *id == t.id).unwrap().1;
-        let bb = t.block_bytes as usize;
-        let (mut at, mut compared, mut identical) = (0, 0, 0);
-        let mut first_diff = None;
-        for (r, row) in rows.iter().enumerate() {
-            let got = quantize_row(t, row).unwrap();
-            for (b, block) in got.chunks_exact(bb).enumerate() {
-                let theirs = &want[at..at + bb];
-                compared += 1;
-                if block == theirs {
-                    identical += 1;
-                } else if first_diff.is_none() {
-                    first_diff = Some(format!(
-                        "{name}: row {r} block {b} differs\n  port:     {block:02x?}\n  llama.cpp: {theirs:02x?}"
-                    ));
-                }
-                at += bb;
-            }
-        }
-        assert_eq!(
-            at,
-            want.len(),
-            "{name}: the expected bytes are another length"
-        );
-        println!("{name}: {compared} blocks compared, {identical} identical");
+        let got = rows
+            .iter()
+            .enumerate()
+            .map(|(r, row)| (format!("row {r}"), quantize_row(t, row).unwrap()));
+        let first_diff = compare_blocks(name, t, want, got);
         failures.extend(first_diff);
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Compares `got` (each piece labelled) block for block with `want`, the bytes llama.cpp made
+/// of type `t`: prints the blocks compared and identical, checks the lengths, and returns the
+/// first difference.
+fn compare_blocks(
+    name: &str,
+    t: &GgmlType,
+    want: &[u8],
+    got: impl Iterator<Item = (String, Vec<u8>)>,
+) -> Option<String> {
+    let bb = t.block_bytes as usize;
+    let (mut at, mut compared, mut identical, mut first_diff) = (0, 0, 0, None);
+    for (label, got) in got {
+        for (b, block) in got.chunks_exact(bb).enumerate() {
+            let theirs = &want[at..at + bb];
+            compared += 1;
+            if block == theirs {
+                identical += 1;
+            } else if first_diff.is_none() {
+                first_diff = Some(format!(
+                    "{name}: {label} block {b} differs\n  port:      {block:02x?}\n  llama.cpp: {theirs:02x?}"
+                ));
+            }
+            at += bb;
+        }
+    }
+    assert_eq!(
+        at,
+        want.len(),
+        "{name}: the expected bytes are another length"
+    );
+    println!("{name}: {compared} blocks compared, {identical} identical");
+    first_diff
 }
 
 /// The rows of 256 of every float tensor of sample.safetensors, in data order, widened as
@@ -214,16 +233,17 @@ fn sample_hashes(expected: &str, weights: Option<&[f32]>) {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// The first `n` rows of 256 of quant-rows.bin, one after the other.
+fn rows_of_256(n: usize) -> Vec<f32> {
+    let rows = rows();
+    let short = rows.iter().filter(|r| r.len() == 256);
+    short.take(n).flatten().copied().collect()
+}
+
 /// The row helper gives each row the bytes of `quantize_row`.
 #[test]
 fn rows_in_parallel_are_rows_one_by_one() {
-    let rows = rows();
-    let values: Vec<f32> = rows
-        .iter()
-        .filter(|r| r.len() == 256)
-        .flatten()
-        .copied()
-        .collect();
+    let values = rows_of_256(usize::MAX);
     for name in QUANTIZED {
         let t = ty(name);
         let one_by_one: Vec<u8> = values
@@ -331,15 +351,7 @@ const WEIGHTED: &[&str] = &[
 fn weights() -> (Vec<Vec<f32>>, Vec<(usize, usize)>) {
     let mut b = Bytes(WEIGHTS);
     assert_eq!(b.take(8), b"SCQWGT01");
-    let vectors = (0..b.u32())
-        .map(|_| {
-            let n = b.u32() as usize;
-            let raw = b.take(4 * n);
-            raw.chunks_exact(4)
-                .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
-                .collect()
-        })
-        .collect();
+    let vectors = (0..b.u32()).map(|_| b.f32s()).collect();
     let jobs = (0..b.u32())
         .map(|_| (b.u32() as usize, b.u32() as usize))
         .collect();
@@ -352,41 +364,17 @@ fn weighted_matches_llama_cpp(name: &str) {
     let (rows, (vectors, jobs)) = (rows(), weights());
     let mut b = Bytes(EXPECTED_WEIGHTED);
     assert_eq!(b.take(8), b"SCQEXPW1");
-    let types: Vec<(u32, &[u8])> = (0..b.u32())
-        .map(|_| {
-            let id = b.u32();
-            let n = b.u32() as usize;
-            (id, b.take(n))
-        })
-        .collect();
+    let types = b.types();
     assert!(b.0.is_empty());
     assert_eq!(types.len(), WEIGHTED.len());
     let t = ty(name);
     let want = types.iter().find(|(id, _)| *id == t.id).unwrap().1;
-    let bb = t.block_bytes as usize;
-    let (mut at, mut compared, mut identical, mut first_diff) = (0, 0, 0, None);
-    for (j, &(r, v)) in jobs.iter().enumerate() {
+    let got = jobs.iter().enumerate().map(|(j, &(r, v))| {
         let row = &rows[r];
-        let got = quantize_rows_weighted(t, row, row.len(), Some(&vectors[v])).unwrap();
-        for (k, block) in got.chunks_exact(bb).enumerate() {
-            let theirs = &want[at..at + bb];
-            compared += 1;
-            if block == theirs {
-                identical += 1;
-            } else if first_diff.is_none() {
-                first_diff = Some(format!(
-                    "{name}: job {j} (row {r}, weights {v}) block {k} differs\n  port:      {block:02x?}\n  llama.cpp: {theirs:02x?}"
-                ));
-            }
-            at += bb;
-        }
-    }
-    assert_eq!(
-        at,
-        want.len(),
-        "{name}: the expected bytes are another length"
-    );
-    println!("{name} weighted: {compared} blocks compared, {identical} identical");
+        let bytes = quantize_rows_weighted(t, row, row.len(), Some(&vectors[v])).unwrap();
+        (format!("job {j} (row {r}, weights {v})"), bytes)
+    });
+    let first_diff = compare_blocks(name, t, want, got);
     assert!(first_diff.is_none(), "{}", first_diff.unwrap());
 }
 
@@ -435,14 +423,7 @@ fn weights_the_entry_points_ignore() {
 /// A 3-D tensor's rows take their expert's weights: the rows split evenly among the vectors.
 #[test]
 fn experts_take_their_own_weights() {
-    let rows = rows();
-    let values: Vec<f32> = rows
-        .iter()
-        .filter(|r| r.len() == 256)
-        .take(6)
-        .flatten()
-        .copied()
-        .collect();
+    let values = rows_of_256(6);
     let w: Vec<f32> = (0..512).map(|i| 1.0 + (i * 37 % 101) as f32).collect();
     for name in WEIGHTED {
         let t = ty(name);

@@ -16,9 +16,8 @@
 //! take no more memory than the file. A weight that is not finite is an error, as
 //! llama-quantize refuses it.
 
-use super::super::GgufHeader;
-use super::super::Value;
 use crate::error::{Error, Result};
+use crate::gguf::{GgufHeader, GgufTensor, Value, MAGIC};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -76,7 +75,7 @@ pub fn read_imatrix(path: &Path) -> Result<Imatrix> {
 /// Reads an imatrix file's bytes: GGUF where they start with its magic, else the legacy
 /// layout.
 pub fn parse_imatrix(bytes: &[u8]) -> Result<Imatrix> {
-    let m = if bytes.starts_with(&super::super::MAGIC) {
+    let m = if bytes.starts_with(&MAGIC) {
         parse_gguf(bytes)?
     } else {
         parse_legacy(bytes)?
@@ -133,7 +132,7 @@ fn parse_gguf(bytes: &[u8]) -> Result<Imatrix> {
         ));
     };
     // Per tensor name: its sums and its counts.
-    let mut parts: BTreeMap<&str, [Option<&super::super::GgufTensor>; 2]> = BTreeMap::new();
+    let mut parts: BTreeMap<&str, [Option<&GgufTensor>; 2]> = BTreeMap::new();
     for t in &h.tensors {
         let (name, which) = match (
             t.name.strip_suffix(".in_sum2"),
@@ -155,8 +154,7 @@ fn parse_gguf(bytes: &[u8]) -> Result<Imatrix> {
         if sums.ggml_type.name != "F32" || counts.ggml_type.name != "F32" {
             return Err(bad(format!("the sums and counts of {name:?} are not F32")));
         }
-        let data =
-            |t: &super::super::GgufTensor| &bytes[t.range.start as usize..t.range.end as usize];
+        let data = |t: &GgufTensor| &bytes[t.range.start as usize..t.range.end as usize];
         let sums = f32s(data(sums));
         let counts: Vec<i64> = f32s(data(counts)).into_iter().map(lround).collect();
         if counts.is_empty() || !sums.len().is_multiple_of(counts.len()) {

@@ -162,23 +162,36 @@ pub(super) fn q5_1(x: &[f32], qw: &[f32], sigma2: f32, out: &mut [u8]) {
     put_q5(out, 4, |j| l[j]);
 }
 
-/// Q2_K with weights (`quantize_row_q2_K_impl`): each group of 16 searched by
-/// `make_qkx3_quants`, the scales and mins then quantized to 4 bits by `make_qp_quants` under
-/// the groups' summed weights.
-pub(super) fn q2_k(x: &[f32], qw: &[f32], _: f32, out: &mut [u8]) {
-    let sigma2 = sum_squares(&x[..QK_K]) / QK_K as f32;
-    let mut l = [0u8; QK_K];
-    let (mut scales, mut mins, mut sw) = ([0f32; 16], [0f32; 16], [0f32; 16]);
-    for j in 0..16 {
-        let xs = &x[16 * j..16 * j + 16];
-        let (w, sum) = weights::<16>(xs, &qw[16 * j..], sigma2);
+/// The search the weighted Q2_K (`G` groups of `N` = 16, `nmax` 3), Q4_K (8 of 32, 15) and Q5_K
+/// (8 of 32, 31) make: each group's scale and min by `make_qkx3_quants` under the weights
+/// (sigma2 is the super-block's mean square times `k`, 1 or 2), its quants into `l`; then the
+/// scales and mins quantized to `qp_max` by `make_qp_quants` under the groups' summed weights.
+/// Returns the quantized scales and mins and their scales.
+fn searched_groups<const G: usize, const N: usize>(
+    x: &[f32],
+    qw: &[f32],
+    (k, nmax, qp_max): (f32, i32, i32),
+    l: &mut [u8; QK_K],
+) -> ([u8; G], [u8; G], f32, f32) {
+    let sigma2 = k * sum_squares(&x[..QK_K]) / QK_K as f32;
+    let (mut scales, mut mins, mut sw) = ([0f32; G], [0f32; G], [0f32; G]);
+    for j in 0..G {
+        let xs = &x[N * j..N * j + N];
+        let (w, sum) = weights::<N>(xs, &qw[N * j..], sigma2);
         sw[j] = sum;
         (scales[j], mins[j]) =
-            make_qkx2_quants(&Search::weighted(3), xs, &w, &mut l[16 * j..16 * j + 16]);
+            make_qkx2_quants(&Search::weighted(nmax), xs, &w, &mut l[N * j..N * j + N]);
     }
-    let (mut ls, mut lm) = ([0u8; 16], [0u8; 16]);
-    let dm = make_qp_quants(15, &scales, &mut ls, &sw);
-    let mm = make_qp_quants(15, &mins, &mut lm, &sw);
+    let (mut ls, mut lm) = ([0u8; G], [0u8; G]);
+    let d = make_qp_quants(qp_max, &scales, &mut ls, &sw);
+    let m = make_qp_quants(qp_max, &mins, &mut lm, &sw);
+    (ls, lm, d, m)
+}
+
+/// Q2_K with weights (`quantize_row_q2_K_impl`): scales and mins to 4 bits.
+pub(super) fn q2_k(x: &[f32], qw: &[f32], _: f32, out: &mut [u8]) {
+    let mut l = [0u8; QK_K];
+    let (ls, lm, dm, mm) = searched_groups::<16, 16>(x, qw, (1.0, 3, 15), &mut l);
     put_f16(out, 80, f32_to_f16(dm));
     put_f16(out, 82, f32_to_f16(mm));
     for j in 0..16 {
@@ -210,22 +223,10 @@ pub(super) fn q3_k(x: &[f32], qw: &[f32], _: f32, out: &mut [u8]) {
     q3_k_quants(x, &mut l, out);
 }
 
-/// What Q4_K (`nmax` 15) and Q5_K (31) choose with weights: each group of 32 searched by
-/// `make_qkx3_quants`, the scales and mins quantized to 6 bits by `make_qp_quants` under the
-/// groups' summed weights (Q5_K caps them at 63, Q4_K keeps C's bytes as they are).
+/// What Q4_K (`nmax` 15) and Q5_K (31) choose with weights: scales and mins to 6 bits (Q5_K
+/// caps them at 63, Q4_K keeps C's bytes as they are).
 fn weighted_scales(x: &[f32], qw: &[f32], nmax: i32, l: &mut [u8; QK_K]) -> ScalesMins {
-    let sigma2 = 2.0 * sum_squares(&x[..QK_K]) / QK_K as f32;
-    let (mut scales, mut mins, mut sw) = ([0f32; 8], [0f32; 8], [0f32; 8]);
-    for j in 0..8 {
-        let xs = &x[32 * j..32 * j + 32];
-        let (w, sum) = weights::<32>(xs, &qw[32 * j..], sigma2);
-        sw[j] = sum;
-        (scales[j], mins[j]) =
-            make_qkx2_quants(&Search::weighted(nmax), xs, &w, &mut l[32 * j..32 * j + 32]);
-    }
-    let (mut ls, mut lm) = ([0u8; 8], [0u8; 8]);
-    let d_block = make_qp_quants(63, &scales, &mut ls, &sw);
-    let m_block = make_qp_quants(63, &mins, &mut lm, &sw);
+    let (mut ls, mut lm, d_block, m_block) = searched_groups::<8, 32>(x, qw, (2.0, nmax, 63), l);
     if nmax == 31 {
         ls = ls.map(|v| v.min(63));
         lm = lm.map(|v| v.min(63));
