@@ -648,4 +648,20 @@ proptest! {
             prop_assert_eq!(out.len() as u64, t.row_bytes(512).unwrap());
         }
     }
+
+    /// Any f32 bit patterns, weighted by any weights (zeros, negatives, NaN), quantize to
+    /// every weighted type without a panic, to the type's size.
+    #[test]
+    fn any_bits_and_weights_quantize(
+        row in proptest::collection::vec(
+            prop_oneof![any::<u32>().prop_map(f32::from_bits), -2.0f32..2.0], 512),
+        weights in proptest::collection::vec(
+            prop_oneof![any::<u32>().prop_map(f32::from_bits), 0.0f32..100.0, Just(0.0)], 256),
+    ) {
+        for name in WEIGHTED {
+            let t = ty(name);
+            let out = quantize_rows_weighted(t, &row, 256, Some(&weights)).unwrap();
+            prop_assert_eq!(out.len() as u64, t.row_bytes(512).unwrap());
+        }
+    }
 }
