@@ -10,14 +10,27 @@
 //! llama.cpp made of every float tensor of `testdata/sample.safetensors` (widened to f32, in
 //! rows of 256): a wider net than the bytes above, which say where a difference is.
 //!
+//! The importance-matrix paths (`quantize_rows_weighted`) are checked the same way:
+//! `testdata/quant-weights.bin` holds weight vectors (imatrix-like, and edge ones) and jobs (a
+//! row and its weights), `testdata/quant-expected-weighted.bin` what llama-quantize's entry
+//! points (`quantize_q4_0` to `quantize_q6_K` given `quant_weights`) made of them, and
+//! `testdata/quant-sample-weighted.txt` the sample's hashes with weights. The imatrix file
+//! reader is checked on small files made here.
+//!
 //! `-- --nocapture` prints blocks compared and identical per type.
 
 use proptest::prelude::*;
-use sc::gguf::quant::{half, quantize_row, quantize_rows, seed_to_f32, LLAMA_CPP_COMMIT};
+use sc::gguf::quant::imatrix::{parse_imatrix, read_imatrix};
+use sc::gguf::quant::{
+    half, quantize_row, quantize_rows, quantize_rows_weighted, seed_to_f32, LLAMA_CPP_COMMIT,
+};
 use sc::gguf::types::{GgmlType, TYPES};
+use sc::gguf::Value;
 
 const ROWS: &[u8] = include_bytes!("../testdata/quant-rows.bin");
 const EXPECTED: &[u8] = include_bytes!("../testdata/quant-expected.bin");
+const WEIGHTS: &[u8] = include_bytes!("../testdata/quant-weights.bin");
+const EXPECTED_WEIGHTED: &[u8] = include_bytes!("../testdata/quant-expected-weighted.bin");
 
 /// The quantized types the port makes.
 const QUANTIZED: &[&str] = &[
@@ -38,21 +51,31 @@ impl<'a> Bytes<'a> {
     fn u64(&mut self) -> u64 {
         u64::from_le_bytes(self.take(8).try_into().unwrap())
     }
+    /// A u32 count of types, then per type its u32 id, u32 length and bytes.
+    fn types(&mut self) -> Vec<(u32, &'a [u8])> {
+        (0..self.u32())
+            .map(|_| {
+                let id = self.u32();
+                let n = self.u32() as usize;
+                (id, self.take(n))
+            })
+            .collect()
+    }
+    /// A u32 length, then that many f32.
+    fn f32s(&mut self) -> Vec<f32> {
+        let n = self.u32() as usize;
+        let raw = self.take(4 * n);
+        raw.chunks_exact(4)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .collect()
+    }
 }
 
 fn rows() -> Vec<Vec<f32>> {
     let mut b = Bytes(ROWS);
     assert_eq!(b.take(8), b"SCQROWS1");
     let n = b.u32();
-    let rows = (0..n)
-        .map(|_| {
-            let len = b.u32() as usize;
-            let raw = b.take(4 * len);
-            raw.chunks_exact(4)
-                .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
-                .collect()
-        })
-        .collect();
+    let rows = (0..n).map(|_| b.f32s()).collect();
     assert!(b.0.is_empty());
     rows
 }
@@ -67,13 +90,7 @@ struct Expected<'a> {
 fn expected() -> Expected<'static> {
     let mut b = Bytes(EXPECTED);
     assert_eq!(b.take(8), b"SCQEXP01");
-    let types = (0..b.u32())
-        .map(|_| {
-            let id = b.u32();
-            let n = b.u32() as usize;
-            (id, b.take(n))
-        })
-        .collect();
+    let types = b.types();
     let conversions = (0..b.u32()).map(|_| (b.u32(), b.u64(), b.u64())).collect();
     assert!(b.0.is_empty());
     Expected { types, conversions }
@@ -94,33 +111,48 @@ fn every_type_matches_llama_cpp() {
     for name in QUANTIZED {
         let t = ty(name);
         let want = expected.types.iter().find(|(id, _)| *id == t.id).unwrap().1;
-        let bb = t.block_bytes as usize;
-        let (mut at, mut compared, mut identical) = (0, 0, 0);
-        let mut first_diff = None;
-        for (r, row) in rows.iter().enumerate() {
-            let got = quantize_row(t, row).unwrap();
-            for (b, block) in got.chunks_exact(bb).enumerate() {
-                let theirs = &want[at..at + bb];
-                compared += 1;
-                if block == theirs {
-                    identical += 1;
-                } else if first_diff.is_none() {
-                    first_diff = Some(format!(
-                        "{name}: row {r} block {b} differs\n  port:     {block:02x?}\n  llama.cpp: {theirs:02x?}"
-                    ));
-                }
-                at += bb;
-            }
-        }
-        assert_eq!(
-            at,
-            want.len(),
-            "{name}: the expected bytes are another length"
-        );
-        println!("{name}: {compared} blocks compared, {identical} identical");
+        let got = rows
+            .iter()
+            .enumerate()
+            .map(|(r, row)| (format!("row {r}"), quantize_row(t, row).unwrap()));
+        let first_diff = compare_blocks(name, t, want, got);
         failures.extend(first_diff);
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Compares `got` (each piece labelled) block for block with `want`, the bytes llama.cpp made
+/// of type `t`: prints the blocks compared and identical, checks the lengths, and returns the
+/// first difference.
+fn compare_blocks(
+    name: &str,
+    t: &GgmlType,
+    want: &[u8],
+    got: impl Iterator<Item = (String, Vec<u8>)>,
+) -> Option<String> {
+    let bb = t.block_bytes as usize;
+    let (mut at, mut compared, mut identical, mut first_diff) = (0, 0, 0, None);
+    for (label, got) in got {
+        for (b, block) in got.chunks_exact(bb).enumerate() {
+            let theirs = &want[at..at + bb];
+            compared += 1;
+            if block == theirs {
+                identical += 1;
+            } else if first_diff.is_none() {
+                first_diff = Some(format!(
+                    "{name}: {label} block {b} differs\n  port:      {block:02x?}\n  llama.cpp: {theirs:02x?}"
+                ));
+            }
+            at += bb;
+        }
+    }
+    assert_eq!(
+        at,
+        want.len(),
+        "{name}: the expected bytes are another length"
+    );
+    println!("{name}: {compared} blocks compared, {identical} identical");
+    first_diff
 }
 
 /// The rows of 256 of every float tensor of sample.safetensors, in data order, widened as
@@ -151,16 +183,33 @@ fn sample_rows() -> Vec<f32> {
 /// Every type made of the whole sample hashes as llama.cpp's does.
 #[test]
 fn sample_tensors_hash_as_llama_cpp() {
-    let values = sample_rows();
     let expected = include_str!("../testdata/quant-sample.txt");
     assert_eq!(expected.lines().count(), QUANTIZED.len());
+    sample_hashes(expected, None);
+}
+
+/// Every weighted type made of the whole sample, each row weighted by the first vector of 256,
+/// hashes as llama-quantize's does.
+#[test]
+fn sample_tensors_weighted_hash_as_llama_cpp() {
+    let expected = include_str!("../testdata/quant-sample-weighted.txt");
+    assert_eq!(expected.lines().count(), WEIGHTED.len());
+    let weights = weights().0;
+    let first = weights.iter().find(|w| w.len() == 256).unwrap();
+    sample_hashes(expected, Some(first));
+}
+
+/// Checks each line (type, blocks, hash) of `expected` against the sample's rows of 256
+/// quantized with `weights`.
+fn sample_hashes(expected: &str, weights: Option<&[f32]>) {
+    let values = sample_rows();
     let mut failures = Vec::new();
     for line in expected.lines() {
         let [name, blocks, hash] = line.split(' ').collect::<Vec<_>>()[..] else {
             panic!("bad line {line:?}");
         };
         let t = ty(name);
-        let bytes = quantize_rows(t, &values, 256).unwrap();
+        let bytes = quantize_rows_weighted(t, &values, 256, weights).unwrap();
         let got = (
             bytes.len() / t.block_bytes as usize,
             format!("{:016x}", fnv(FNV_START, &bytes)),
@@ -184,16 +233,17 @@ fn sample_tensors_hash_as_llama_cpp() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// The first `n` rows of 256 of quant-rows.bin, one after the other.
+fn rows_of_256(n: usize) -> Vec<f32> {
+    let rows = rows();
+    let short = rows.iter().filter(|r| r.len() == 256);
+    short.take(n).flatten().copied().collect()
+}
+
 /// The row helper gives each row the bytes of `quantize_row`.
 #[test]
 fn rows_in_parallel_are_rows_one_by_one() {
-    let rows = rows();
-    let values: Vec<f32> = rows
-        .iter()
-        .filter(|r| r.len() == 256)
-        .flatten()
-        .copied()
-        .collect();
+    let values = rows_of_256(usize::MAX);
     for name in QUANTIZED {
         let t = ty(name);
         let one_by_one: Vec<u8> = values
@@ -292,6 +342,297 @@ fn bad_rows_and_types_are_errors() {
     assert!(quantize_row(ty("Q8_0"), &[]).unwrap().is_empty());
 }
 
+/// The types llama-quantize quantizes with weights, in the order of the weighted vectors.
+const WEIGHTED: &[&str] = &[
+    "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K",
+];
+
+/// The weight vectors of quant-weights.bin and its jobs (row, vector).
+fn weights() -> (Vec<Vec<f32>>, Vec<(usize, usize)>) {
+    let mut b = Bytes(WEIGHTS);
+    assert_eq!(b.take(8), b"SCQWGT01");
+    let vectors = (0..b.u32()).map(|_| b.f32s()).collect();
+    let jobs = (0..b.u32())
+        .map(|_| (b.u32() as usize, b.u32() as usize))
+        .collect();
+    assert!(b.0.is_empty());
+    (vectors, jobs)
+}
+
+/// Each job's row quantized to `name` with its weights is llama-quantize's, block for block.
+fn weighted_matches_llama_cpp(name: &str) {
+    let (rows, (vectors, jobs)) = (rows(), weights());
+    let mut b = Bytes(EXPECTED_WEIGHTED);
+    assert_eq!(b.take(8), b"SCQEXPW1");
+    let types = b.types();
+    assert!(b.0.is_empty());
+    assert_eq!(types.len(), WEIGHTED.len());
+    let t = ty(name);
+    let want = types.iter().find(|(id, _)| *id == t.id).unwrap().1;
+    let got = jobs.iter().enumerate().map(|(j, &(r, v))| {
+        let row = &rows[r];
+        let bytes = quantize_rows_weighted(t, row, row.len(), Some(&vectors[v])).unwrap();
+        (format!("job {j} (row {r}, weights {v})"), bytes)
+    });
+    let first_diff = compare_blocks(name, t, want, got);
+    assert!(first_diff.is_none(), "{}", first_diff.unwrap());
+}
+
+macro_rules! weighted_tests {
+    ($($test:ident $name:literal),* $(,)?) => {$(
+        /// The type's importance-matrix path is llama-quantize's on every job.
+        #[test]
+        fn $test() {
+            weighted_matches_llama_cpp($name);
+        }
+    )*};
+}
+
+weighted_tests! {
+    weighted_q4_0_matches_llama_cpp "Q4_0",
+    weighted_q4_1_matches_llama_cpp "Q4_1",
+    weighted_q5_0_matches_llama_cpp "Q5_0",
+    weighted_q5_1_matches_llama_cpp "Q5_1",
+    weighted_q8_0_matches_llama_cpp "Q8_0",
+    weighted_q2_k_matches_llama_cpp "Q2_K",
+    weighted_q3_k_matches_llama_cpp "Q3_K",
+    weighted_q4_k_matches_llama_cpp "Q4_K",
+    weighted_q5_k_matches_llama_cpp "Q5_K",
+    weighted_q6_k_matches_llama_cpp "Q6_K",
+}
+
+/// No weights is the reference path; so are the types whose entry points ignore them.
+#[test]
+fn weights_the_entry_points_ignore() {
+    let rows = rows();
+    let row = &rows[0];
+    let w: Vec<f32> = (0..row.len()).map(|i| 0.5 + (i % 7) as f32).collect();
+    for name in QUANTIZED.iter().chain(&["F32", "F16", "BF16"]) {
+        let t = ty(name);
+        let plain = quantize_rows(t, row, row.len()).unwrap();
+        assert_eq!(
+            quantize_rows_weighted(t, row, row.len(), None).unwrap(),
+            plain
+        );
+        let weighted = quantize_rows_weighted(t, row, row.len(), Some(&w)).unwrap();
+        let ignores = ["Q8_0", "Q8_K", "F32", "F16", "BF16"].contains(name);
+        assert_eq!(weighted == plain, ignores, "{name}");
+    }
+}
+
+/// A 3-D tensor's rows take their expert's weights: the rows split evenly among the vectors.
+#[test]
+fn experts_take_their_own_weights() {
+    let values = rows_of_256(6);
+    let w: Vec<f32> = (0..512).map(|i| 1.0 + (i * 37 % 101) as f32).collect();
+    for name in WEIGHTED {
+        let t = ty(name);
+        let all = quantize_rows_weighted(t, &values, 256, Some(&w)).unwrap();
+        let mut each = quantize_rows_weighted(t, &values[..768], 256, Some(&w[..256])).unwrap();
+        each.extend(quantize_rows_weighted(t, &values[768..], 256, Some(&w[256..])).unwrap());
+        assert_eq!(all, each, "{name}");
+    }
+    let t = ty("Q4_K");
+    for (n, rows_of) in [(255, 6), (0, 6), (256 * 4, 6), (256 * 7, 6)] {
+        let e = quantize_rows_weighted(t, &values[..256 * rows_of], 256, Some(&w.repeat(4)[..n]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(&format!("{n} importance weights")), "{e}");
+    }
+    let e = quantize_rows_weighted(t, &values[..300], 256, Some(&w[..256])).unwrap_err();
+    assert!(e.to_string().contains("300 values"), "{e}");
+}
+
+/// A GGUF imatrix as llama-imatrix writes it: per tensor `NAME.in_sum2` (a row of sums per
+/// expert) and `NAME.counts`, with the three metadata keys.
+fn gguf_imatrix(metadata: &[(&str, Value)], tensors: &[(&str, &[u64], &str, &[f32])]) -> Vec<u8> {
+    let metadata: Vec<(String, Value)> = metadata
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect();
+    let data: Vec<Vec<u8>> = tensors
+        .iter()
+        .map(|t| t.3.iter().flat_map(|v| v.to_le_bytes()).collect())
+        .collect();
+    let tensors: Vec<(&str, &[u64], &GgmlType, &[u8])> = tensors
+        .iter()
+        .zip(&data)
+        .map(|(t, d)| (t.0, t.1, ty(t.2), &d[..]))
+        .collect();
+    sc::gguf::write::file(3, &metadata, &tensors)
+}
+
+fn imatrix_metadata() -> Vec<(&'static str, Value)> {
+    vec![
+        ("general.type", Value::String("imatrix".into())),
+        (
+            "imatrix.datasets",
+            Value::Strings(vec!["wiki.train.raw".into()]),
+        ),
+        ("imatrix.chunk_count", Value::U32(10)),
+        ("imatrix.chunk_size", Value::U32(512)),
+    ]
+}
+
+/// The GGUF layout reads as llama-quantize reads it: sums over counts, per expert, 1 where an
+/// expert counted nothing; bad files are one-line errors, never panics.
+#[test]
+fn imatrix_gguf_files() {
+    let sums = [2.0, 4.0, 6.0, 8.0, 1.0, 1.0, 1.0, 1.0];
+    let file = gguf_imatrix(
+        &imatrix_metadata(),
+        &[
+            ("blk.0.ffn_up_exps.weight.in_sum2", &[4, 2], "F32", &sums),
+            (
+                "blk.0.ffn_up_exps.weight.counts",
+                &[1, 2],
+                "F32",
+                &[2.0, 0.0],
+            ),
+            (
+                "output.weight.in_sum2",
+                &[4, 1],
+                "F32",
+                &[3.0, 6.0, 9.0, 0.0],
+            ),
+            ("output.weight.counts", &[1, 1], "F32", &[2.6]),
+        ],
+    );
+    let m = parse_imatrix(&file).unwrap();
+    assert!(!m.legacy);
+    assert_eq!(
+        (m.datasets.clone(), m.chunk_count),
+        (vec!["wiki.train.raw".to_string()], 10)
+    );
+    let up = m
+        .for_tensor("blk.0.ffn_up_exps.weight", 4, 2)
+        .unwrap()
+        .unwrap();
+    assert_eq!(up, [1.0, 2.0, 3.0, 4.0, 1.0, 1.0, 1.0, 1.0]);
+    // The count is rounded to an integer (3) before dividing.
+    assert_eq!(
+        m.for_tensor("output.weight", 4, 1).unwrap().unwrap(),
+        [1.0, 2.0, 3.0, 0.0]
+    );
+    assert_eq!(m.for_tensor("blk.1.attn_q.weight", 4, 1).unwrap(), None);
+    let e = m.for_tensor("output.weight", 8, 1).unwrap_err().to_string();
+    assert!(
+        e.contains("output.weight") && e.contains("4 weights"),
+        "{e}"
+    );
+
+    let path = std::env::temp_dir().join(format!("sc-imatrix-{}.gguf", std::process::id()));
+    std::fs::write(&path, &file).unwrap();
+    assert_eq!(read_imatrix(&path).unwrap(), m);
+    std::fs::remove_file(&path).unwrap();
+
+    let err = |bytes: &[u8]| parse_imatrix(bytes).unwrap_err().to_string();
+    let check = |e: String, what: &str| {
+        assert!(
+            e.contains(what) && !e.contains('\n'),
+            "{e:?} does not say {what:?}"
+        );
+    };
+    let mut meta = imatrix_metadata();
+    meta.retain(|(k, _)| *k != "imatrix.chunk_size");
+    let t: &[(&str, &[u64], &str, &[f32])] = &[
+        ("a.in_sum2", &[2, 1], "F32", &[1.0, 2.0]),
+        ("a.counts", &[1, 1], "F32", &[1.0]),
+    ];
+    check(err(&gguf_imatrix(&meta, t)), "imatrix.chunk_size");
+    check(err(&gguf_imatrix(&imatrix_metadata(), &t[..1])), "without");
+    check(err(&gguf_imatrix(&imatrix_metadata(), &[])), "no tensors");
+    let f16: &[(&str, &[u64], &str, &[f32])] = &[
+        ("a.in_sum2", &[2, 1], "F32", &[1.0, 2.0]),
+        ("a.counts", &[2, 1], "F16", &[1.0]),
+    ];
+    check(err(&gguf_imatrix(&imatrix_metadata(), f16)), "F32");
+    let nan: &[(&str, &[u64], &str, &[f32])] = &[
+        ("a.in_sum2", &[2, 1], "F32", &[1.0, f32::INFINITY]),
+        ("a.counts", &[1, 1], "F32", &[1.0]),
+    ];
+    check(err(&gguf_imatrix(&imatrix_metadata(), nan)), "non-finite");
+    let uneven: &[(&str, &[u64], &str, &[f32])] = &[
+        ("a.in_sum2", &[3, 1], "F32", &[1.0, 2.0, 3.0]),
+        ("a.counts", &[1, 2], "F32", &[1.0, 1.0]),
+    ];
+    check(
+        err(&gguf_imatrix(&imatrix_metadata(), uneven)),
+        "3 sums for 2 counts",
+    );
+    // Cut anywhere: an error, unless only the padding after the last tensor is gone.
+    for n in 0..file.len() {
+        match parse_imatrix(&file[..n]) {
+            Ok(cut) => assert!(cut == m && n >= file.len() - 32, "cut at {n}"),
+            Err(e) => check(e.to_string(), "imatrix"),
+        }
+    }
+}
+
+/// The legacy layout: the values divided by `ncall` where positive, the name read up to a NUL,
+/// the trailing chunk count and dataset optional; bad files are one-line errors, never panics
+/// nor allocations the bytes do not hold.
+#[test]
+fn imatrix_legacy_files() {
+    fn entry(out: &mut Vec<u8>, name: &[u8], ncall: i32, values: &[f32]) {
+        out.extend((name.len() as i32).to_le_bytes());
+        out.extend(name);
+        out.extend(ncall.to_le_bytes());
+        out.extend((values.len() as i32).to_le_bytes());
+        out.extend(values.iter().flat_map(|v| v.to_le_bytes()));
+    }
+    let mut file = 2i32.to_le_bytes().to_vec();
+    entry(&mut file, b"blk.0.attn_q.weight", 4, &[4.0, 8.0, 1.0]);
+    entry(&mut file, b"output.weight\0junk", 0, &[5.0, 6.0]);
+    let entries = file.len();
+    file.extend(7i32.to_le_bytes());
+    file.extend(4i32.to_le_bytes());
+    file.extend(b"wiki");
+    let m = parse_imatrix(&file).unwrap();
+    assert!(m.legacy);
+    assert_eq!(
+        (m.datasets.clone(), m.chunk_count),
+        (vec!["wiki".to_string()], 7)
+    );
+    assert_eq!(m.weights["blk.0.attn_q.weight"], [1.0, 2.0, 0.25]);
+    assert_eq!(m.weights["output.weight"], [5.0, 6.0]);
+    // The trailer is optional, and read as far as it goes.
+    for n in entries..file.len() {
+        assert_eq!(parse_imatrix(&file[..n]).unwrap().weights, m.weights);
+    }
+    for n in 0..entries {
+        let e = parse_imatrix(&file[..n]).unwrap_err().to_string();
+        assert!(e.contains("imatrix") && !e.contains('\n'), "{e}");
+    }
+    let mut huge = 1i32.to_le_bytes().to_vec();
+    entry(&mut huge, b"a", 1, &[1.0]);
+    huge[4 + 4 + 1 + 4..][..4].copy_from_slice(&i32::MAX.to_le_bytes());
+    let e = parse_imatrix(&huge).unwrap_err().to_string();
+    assert!(e.contains("ends inside entry 1"), "{e}");
+    for (bytes, what) in [
+        (0i32.to_le_bytes().to_vec(), "0 entries"),
+        (
+            [1i32.to_le_bytes(), (-1i32).to_le_bytes()].concat(),
+            "name length is -1",
+        ),
+    ] {
+        let e = parse_imatrix(&bytes).unwrap_err().to_string();
+        assert!(e.contains(what), "{e}");
+    }
+    let mut zero = 1i32.to_le_bytes().to_vec();
+    entry(&mut zero, b"a", 1, &[]);
+    assert!(parse_imatrix(&zero)
+        .unwrap_err()
+        .to_string()
+        .contains("0 values"));
+    let mut inf = 1i32.to_le_bytes().to_vec();
+    entry(&mut inf, b"a", 1, &[f32::NAN]);
+    assert!(parse_imatrix(&inf)
+        .unwrap_err()
+        .to_string()
+        .contains("non-finite"));
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
@@ -304,6 +645,22 @@ proptest! {
         for name in QUANTIZED.iter().chain(&["F16", "BF16"]) {
             let t = ty(name);
             let out = quantize_row(t, &row).unwrap();
+            prop_assert_eq!(out.len() as u64, t.row_bytes(512).unwrap());
+        }
+    }
+
+    /// Any f32 bit patterns, weighted by any weights (zeros, negatives, NaN), quantize to
+    /// every weighted type without a panic, to the type's size.
+    #[test]
+    fn any_bits_and_weights_quantize(
+        row in proptest::collection::vec(
+            prop_oneof![any::<u32>().prop_map(f32::from_bits), -2.0f32..2.0], 512),
+        weights in proptest::collection::vec(
+            prop_oneof![any::<u32>().prop_map(f32::from_bits), 0.0f32..100.0, Just(0.0)], 256),
+    ) {
+        for name in WEIGHTED {
+            let t = ty(name);
+            let out = quantize_rows_weighted(t, &row, 256, Some(&weights)).unwrap();
             prop_assert_eq!(out.len() as u64, t.row_bytes(512).unwrap());
         }
     }

@@ -7,31 +7,29 @@
 //! into narrower fields keep their low bits as C's conversions do.
 //!
 //! No importance matrix: these are the reference paths. The weighted paths
-//! (`quantize_q*_K_impl` with `quant_weights`, reached through `quantize_q*_K` when
-//! llama-quantize is given an imatrix) would go beside each function here, passing the weights
-//! where `make_qkx2_quants` gets its `weights` and choosing `make_qkx3_quants`,
-//! `make_qp_quants` or `make_qx_quants`' `qw` as ggml does.
+//! (`quantize_q*_K_impl` with `quant_weights`) are in `weighted.rs`, sharing the searches and
+//! the packing here.
 
 use super::half::{f16_to_f32, f32_to_f16};
 use super::{put_f16, signed_absmax};
 
 /// Values of a super-block.
-const QK_K: usize = 256;
+pub(super) const QK_K: usize = 256;
 /// Below this, a group's largest magnitude counts as zero (`GROUP_MAX_EPS`).
 const GROUP_MAX_EPS: f32 = 1e-15;
 
 /// ggml's `nearest_int`: round to nearest even by adding 1.5 * 2^23 and reading the mantissa.
 /// Meant for |x| <= 4194303 (an assert the release build compiles out); past that, and for
 /// NaN and infinities, it returns what the bits say, as the release build does.
-fn nearest_int(x: f32) -> i32 {
+pub(super) fn nearest_int(x: f32) -> i32 {
     let v = x + 12582912.0;
     (v.to_bits() as i32 & 0x007f_ffff) - 0x0040_0000
 }
 
-/// `make_qx_quants` with `rmse_type` 1 and no weights (what Q6_K's reference path uses): the
-/// scale of `x`'s quants in `-nmax..nmax` (stored plus `nmax` in `l`), chosen among 19
-/// candidates by the error weighted by `x*x`.
-fn make_qx_quants(nmax: i32, x: &[f32], l: &mut [i8]) -> f32 {
+/// `make_qx_quants` with `rmse_type` 1: the scale of `x`'s quants in `-nmax..nmax` (stored plus
+/// `nmax` in `l`), chosen among 19 candidates by the error weighted by `qw` (`x*x` without:
+/// Q6_K's reference path).
+pub(super) fn make_qx_quants(nmax: i32, x: &[f32], l: &mut [i8], qw: Option<&[f32]>) -> f32 {
     let (max, amax) = signed_absmax(x);
     if amax < GROUP_MAX_EPS {
         l.fill(0);
@@ -42,9 +40,9 @@ fn make_qx_quants(nmax: i32, x: &[f32], l: &mut [i8]) -> f32 {
     // The sums of w*x*l and w*l*l for the quants of `iscale`.
     let sums = |iscale: f32| {
         let (mut sumlx, mut suml2) = (0f32, 0f32);
-        for &v in x {
+        for (i, &v) in x.iter().enumerate() {
             let q = quant(iscale, v) as f32;
-            let w = v * v;
+            let w = qw.map_or(v * v, |qw| qw[i]);
             sumlx += w * v * q;
             suml2 += w * q * q;
         }
@@ -129,7 +127,7 @@ fn make_q3_quants(nmax: i32, x: &[f32], l: &mut [i8]) -> f32 {
 /// The parameters of one `make_qkx2_quants` search: quants in `0..=nmax`, and `nstep + 1`
 /// candidate scales `(rmin + rdelta*is + nmax) / (max - min)`; `use_mad` weighs absolute
 /// errors instead of squared ones.
-struct Search {
+pub(super) struct Search {
     nmax: i32,
     rmin: f32,
     rdelta: f32,
@@ -138,6 +136,18 @@ struct Search {
 }
 
 impl Search {
+    /// The search of the weighted paths (`make_qkx3_quants` given weights, which is
+    /// `make_qkx2_quants` operation for operation): steps of 0.05 from -0.9, squared error.
+    pub(super) fn weighted(nmax: i32) -> Search {
+        Search {
+            nmax,
+            rmin: -0.9,
+            rdelta: 0.05,
+            nstep: 36,
+            use_mad: false,
+        }
+    }
+
     /// The search of Q4_K and Q5_K: steps of 0.1 from `rmin`, squared error.
     fn squared(nmax: i32, rmin: f32, nstep: i32) -> Search {
         Search {
@@ -153,7 +163,7 @@ impl Search {
 /// `make_qkx2_quants`: quants of `x` in `0..=nmax` (into `l`) under a scale and a min, chosen
 /// by the weighted error among a grid of scales each fitted by least squares. Returns the
 /// scale and the min (as a positive offset: values are `scale*l - min`).
-fn make_qkx2_quants(s: &Search, x: &[f32], weights: &[f32], l: &mut [u8]) -> (f32, f32) {
+pub(super) fn make_qkx2_quants(s: &Search, x: &[f32], weights: &[f32], l: &mut [u8]) -> (f32, f32) {
     let n = x.len();
     let (mut min, mut max) = (x[0], x[0]);
     let mut sum_w = weights[0];
@@ -277,7 +287,7 @@ pub(super) fn q2_k(x: &[f32], out: &mut [u8]) {
             max_min = mins[j];
         }
     }
-    let (sc, rest) = out.split_at_mut(16);
+    let sc = &mut out[..16];
     let q4scale = 15f32;
     let d = if max_scale > 0.0 {
         let iscale = q4scale / max_scale;
@@ -298,31 +308,41 @@ pub(super) fn q2_k(x: &[f32], out: &mut [u8]) {
     } else {
         f32_to_f16(0.0)
     };
-    for (j, &s) in sc.iter().enumerate() {
-        let dj = f16_to_f32(d) * f32::from(s & 0xf);
+    put_f16(out, 80, d);
+    put_f16(out, 82, dmin);
+    q2_k_quants(x, &mut l, out);
+}
+
+/// The end Q2_K's paths share, its scales (bytes 0 to 15), `d` and `dmin` (bytes 80 to 83)
+/// written: each group with a nonzero scale requantized under them into `l`, then the quants
+/// packed.
+pub(super) fn q2_k_quants(x: &[f32], l: &mut [u8; QK_K], out: &mut [u8]) {
+    let d = f16_to_f32(u16::from_le_bytes([out[80], out[81]]));
+    let dmin = f16_to_f32(u16::from_le_bytes([out[82], out[83]]));
+    for j in 0..16 {
+        let s = out[j];
+        let dj = d * f32::from(s & 0xf);
         if dj == 0.0 {
             continue;
         }
-        let dm = f16_to_f32(dmin) * f32::from(s >> 4);
+        let dm = dmin * f32::from(s >> 4);
         for ii in 0..16 {
             l[16 * j + ii] = nearest_int((x[16 * j + ii] + dm) / dj).clamp(0, 3) as u8;
         }
     }
-    put_crumbs(&l, &mut rest[..64]);
-    put_f16(out, 80, d);
-    put_f16(out, 82, dmin);
+    put_crumbs(&l[..], &mut out[16..80]);
 }
 
-/// The scales `make` finds for each of Q3_K's and Q6_K's 16 groups of 16, their quants into
-/// `l`.
-fn groups_of_16(
+/// The scales `make` finds for each of Q3_K's and Q6_K's 16 groups of 16 (given the group's
+/// index and values), their quants into `l`.
+pub(super) fn groups_of_16(
     x: &[f32],
     l: &mut [i8; QK_K],
-    make: impl Fn(&[f32], &mut [i8]) -> f32,
+    mut make: impl FnMut(usize, &[f32], &mut [i8]) -> f32,
 ) -> [f32; 16] {
     let mut scales = [0f32; 16];
     for (j, s) in scales.iter_mut().enumerate() {
-        *s = make(&x[16 * j..16 * j + 16], &mut l[16 * j..16 * j + 16]);
+        *s = make(j, &x[16 * j..16 * j + 16], &mut l[16 * j..16 * j + 16]);
     }
     scales
 }
@@ -331,32 +351,47 @@ fn groups_of_16(
 /// 6-bit signed scale, the scales under the F16 `d`.
 pub(super) fn q3_k(x: &[f32], out: &mut [u8]) {
     let mut l = [0i8; QK_K];
-    let scales = groups_of_16(x, &mut l, |x, l| make_q3_quants(4, x, l));
+    let scales = groups_of_16(x, &mut l, |_, x, l| make_q3_quants(4, x, l));
     let (max_scale, _) = signed_absmax(&scales);
-    let (hmask, rest) = out.split_at_mut(32);
-    let (qs, rest) = rest.split_at_mut(64);
-    let sc = &mut rest[..12];
+    let sc = &mut out[96..108];
     sc.fill(0);
     let d = if max_scale != 0.0 {
         let iscale = -32.0 / max_scale;
         for (j, &v) in scales.iter().enumerate() {
             let li = i32::from(nearest_int(iscale * v) as i8);
-            let li = li.clamp(-32, 31) + 32;
-            if j < 8 {
-                sc[j] = (li & 0xf) as u8;
-            } else {
-                sc[j - 8] |= ((li & 0xf) << 4) as u8;
-            }
-            sc[j % 4 + 8] |= ((li >> 4) << (2 * (j / 4))) as u8;
+            put_q3_scale(sc, j, li.clamp(-32, 31) + 32);
         }
         f32_to_f16(1.0 / iscale)
     } else {
         f32_to_f16(0.0)
     };
+    put_f16(out, 108, d);
+    q3_k_quants(x, &mut l, out);
+}
+
+/// Group `j`'s 6-bit scale `li` (0 to 63) into Q3_K's 12 scale bytes `sc`, zeroed before the
+/// first: the low 4 bits in a nibble, the high 2 in the last 4 bytes.
+pub(super) fn put_q3_scale(sc: &mut [u8], j: usize, li: i32) {
+    if j < 8 {
+        sc[j] = (li & 0xf) as u8;
+    } else {
+        sc[j - 8] |= ((li & 0xf) << 4) as u8;
+    }
+    sc[j % 4 + 8] |= ((li >> 4) << (2 * (j / 4))) as u8;
+}
+
+/// The end Q3_K's paths share, its scales (bytes 96 to 107) and `d` (108, 109) written: each
+/// group with a nonzero scale requantized under them into `l`, then the high bits into `hmask`
+/// and the low two packed.
+pub(super) fn q3_k_quants(x: &[f32], l: &mut [i8; QK_K], out: &mut [u8]) {
+    let d = f16_to_f32(u16::from_le_bytes([out[108], out[109]]));
+    let (hmask, rest) = out.split_at_mut(32);
+    let (qs, rest) = rest.split_at_mut(64);
+    let sc = &rest[..12];
     for j in 0..16 {
         let low = if j < 8 { sc[j] & 0xf } else { sc[j - 8] >> 4 };
         let s = i32::from(low | ((sc[8 + j % 4] >> (2 * (j / 4))) & 3) << 4) - 32;
-        let dj = f16_to_f32(d) * s as f32;
+        let dj = d * s as f32;
         if dj == 0.0 {
             continue;
         }
@@ -371,8 +406,7 @@ pub(super) fn q3_k(x: &[f32], out: &mut [u8]) {
             *q -= 4;
         }
     }
-    put_crumbs(&l, qs);
-    put_f16(out, 108, d);
+    put_crumbs(&l[..], qs);
 }
 
 /// The search Q4_K (`nmax` 15) and Q5_K (31) make for each of their 8 groups of 32: weights
@@ -392,10 +426,9 @@ fn groups_of_32(x: &[f32], search: &Search, l: &mut [u8; QK_K]) -> ([f32; 8], [f
     (scales, mins)
 }
 
-/// The part Q4_K and Q5_K share: the 8 groups' scales and mins as 6-bit numbers in bytes 4 to
-/// 15 under the F16 `d` and `dmin` (bytes 0 to 3), and each value's quant in `0..=nmax` into
-/// `l`.
-fn scales_and_mins(x: &[f32], search: &Search, out: &mut [u8], l: &mut [u8; QK_K]) {
+/// The reference path's 6-bit scales and mins of Q4_K and Q5_K with their F16 `d` and `dmin`,
+/// each value's quant in `0..=nmax` into `l` from the search.
+fn reference_scales(x: &[f32], search: &Search, l: &mut [u8; QK_K]) -> ScalesMins {
     let (scales, mins) = groups_of_32(x, search, l);
     let (mut max_scale, mut max_min) = (0f32, 0f32);
     for j in 0..8 {
@@ -412,10 +445,31 @@ fn scales_and_mins(x: &[f32], search: &Search, out: &mut [u8], l: &mut [u8; QK_K
         0.0
     };
     let inv_min = if max_min > 0.0 { 63.0 / max_min } else { 0.0 };
+    ScalesMins {
+        ls: std::array::from_fn(|j| (nearest_int(inv_scale * scales[j]) as u8).min(63)),
+        lm: std::array::from_fn(|j| (nearest_int(inv_min * mins[j]) as u8).min(63)),
+        d: f32_to_f16(max_scale / 63.0),
+        dmin: f32_to_f16(max_min / 63.0),
+    }
+}
+
+/// What Q4_K's and Q5_K's paths choose before their common end: the 8 groups' scales and mins
+/// (as C holds them: 6-bit unless a path leaves them uncapped) and the F16 bits of `d` and
+/// `dmin`.
+pub(super) struct ScalesMins {
+    pub(super) ls: [u8; 8],
+    pub(super) lm: [u8; 8],
+    pub(super) d: u16,
+    pub(super) dmin: u16,
+}
+
+/// The end Q4_K (`nmax` 15) and Q5_K (31) share: the scales and mins packed into bytes 4 to 15
+/// under `d` and `dmin` (bytes 0 to 3), each value requantized under them into `l` (groups of
+/// scale zero keep the search's quants), then the quants packed.
+pub(super) fn q45_k_end(x: &[f32], nmax: i32, s: &ScalesMins, l: &mut [u8; QK_K], out: &mut [u8]) {
     let sc = &mut out[4..16];
     for j in 0..8 {
-        let ls = (nearest_int(inv_scale * scales[j]) as u8).min(63);
-        let lm = (nearest_int(inv_min * mins[j]) as u8).min(63);
+        let (ls, lm) = (s.ls[j], s.lm[j]);
         if j < 4 {
             sc[j] = ls;
             sc[j + 4] = lm;
@@ -425,41 +479,28 @@ fn scales_and_mins(x: &[f32], search: &Search, out: &mut [u8], l: &mut [u8; QK_K
             sc[j] |= (lm >> 4) << 6;
         }
     }
-    let d = f32_to_f16(max_scale / 63.0);
-    let dmin = f32_to_f16(max_min / 63.0);
-    put_f16(out, 0, d);
-    put_f16(out, 2, dmin);
+    put_f16(out, 0, s.d);
+    put_f16(out, 2, s.dmin);
     for j in 0..8 {
-        let (s, m) = get_scale_min_k4(j, &out[4..16]);
-        let dj = f16_to_f32(d) * f32::from(s);
+        let (sj, mj) = get_scale_min_k4(j, &out[4..16]);
+        let dj = f16_to_f32(s.d) * f32::from(sj);
         if dj == 0.0 {
             continue;
         }
-        let dm = f16_to_f32(dmin) * f32::from(m);
+        let dm = f16_to_f32(s.dmin) * f32::from(mj);
         for ii in 0..32 {
             let q = nearest_int((x[32 * j + ii] + dm) / dj);
-            l[32 * j + ii] = q.clamp(0, search.nmax) as u8;
+            l[32 * j + ii] = q.clamp(0, nmax) as u8;
         }
     }
-}
-
-/// Q4_K: 8 groups of 32, each a 4-bit quant with a 6-bit scale and min.
-pub(super) fn q4_k(x: &[f32], out: &mut [u8]) {
-    let search = Search::squared(15, -1.0, 20);
-    let mut l = [0u8; QK_K];
-    scales_and_mins(x, &search, out, &mut l);
-    for (pair, q) in l.chunks_exact(64).zip(out[16..144].chunks_exact_mut(32)) {
-        for (i, q) in q.iter_mut().enumerate() {
-            *q = pair[i] | pair[i + 32] << 4;
+    if nmax == 15 {
+        for (pair, q) in l.chunks_exact(64).zip(out[16..144].chunks_exact_mut(32)) {
+            for (i, q) in q.iter_mut().enumerate() {
+                *q = pair[i] | pair[i + 32] << 4;
+            }
         }
+        return;
     }
-}
-
-/// Q5_K: 8 groups of 32, each a 5-bit quant (the high bit in `qh`) with a 6-bit scale and min.
-pub(super) fn q5_k(x: &[f32], out: &mut [u8]) {
-    let search = Search::squared(31, -0.5, 15);
-    let mut l = [0u8; QK_K];
-    scales_and_mins(x, &search, out, &mut l);
     let (qh, ql) = out[16..176].split_at_mut(32);
     qh.fill(0);
     for (g, (pair, ql)) in l.chunks_exact(64).zip(ql.chunks_exact_mut(32)).enumerate() {
@@ -479,11 +520,33 @@ pub(super) fn q5_k(x: &[f32], out: &mut [u8]) {
     }
 }
 
+/// Q4_K: 8 groups of 32, each a 4-bit quant with a 6-bit scale and min.
+pub(super) fn q4_k(x: &[f32], out: &mut [u8]) {
+    let mut l = [0u8; QK_K];
+    let s = reference_scales(x, &Search::squared(15, -1.0, 20), &mut l);
+    q45_k_end(x, 15, &s, &mut l, out);
+}
+
+/// Q5_K: 8 groups of 32, each a 5-bit quant (the high bit in `qh`) with a 6-bit scale and min.
+pub(super) fn q5_k(x: &[f32], out: &mut [u8]) {
+    let mut l = [0u8; QK_K];
+    let s = reference_scales(x, &Search::squared(31, -0.5, 15), &mut l);
+    q45_k_end(x, 31, &s, &mut l, out);
+}
+
 /// Q6_K: 16 groups of 16, each a 6-bit quant under an 8-bit signed scale, the scales under the
 /// F16 `d`.
 pub(super) fn q6_k(x: &[f32], out: &mut [u8]) {
+    q6_k_weighted(x, None, out);
+}
+
+/// Q6_K with each group's scale searched under the weights `qw` of its 16 values (`x*x`
+/// without): the weighted path differs from the reference in nothing else.
+pub(super) fn q6_k_weighted(x: &[f32], qw: Option<&[f32]>, out: &mut [u8]) {
     let mut l = [0i8; QK_K];
-    let scales = groups_of_16(x, &mut l, |x, l| make_qx_quants(32, x, l));
+    let scales = groups_of_16(x, &mut l, |j, x, l| {
+        make_qx_quants(32, x, l, qw.map(|qw| &qw[16 * j..16 * j + 16]))
+    });
     let (max_scale, max_abs_scale) = signed_absmax(&scales);
     if max_abs_scale < GROUP_MAX_EPS {
         out[..210].fill(0);

@@ -1,7 +1,6 @@
 //! The blocks of 32 values: Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0, as `quantize_row_q*_ref`
 //! quantizes them. Each function takes one block's 32 values and writes its bytes. With an
-//! importance matrix, ggml takes `quantize_row_q*_impl` for all but Q8_0 (a weighted search of
-//! the scale, not ported yet).
+//! importance matrix, ggml takes `quantize_row_q*_impl` for all but Q8_0 (`weighted.rs`).
 
 use super::half::f32_to_f16;
 use super::{put_f16, signed_absmax};
@@ -53,11 +52,11 @@ pub(super) fn q4_0(x: &[f32], out: &mut [u8]) {
     let d = signed_absmax(x).0 / -8.0;
     let id = inverse(d);
     put_f16(out, 0, f32_to_f16(d));
-    for j in 0..16 {
-        let xi0 = capped_i8(x[j] * id + 8.5, 15);
-        let xi1 = capped_i8(x[16 + j] * id + 8.5, 15);
-        out[2 + j] = xi0 | xi1 << 4;
-    }
+    put_nibbles(
+        out,
+        2,
+        &std::array::from_fn(|j| capped_i8(x[j] * id + 8.5, 15)),
+    );
 }
 
 /// The scale and min of Q4_1 and Q5_1 (`levels` 15 and 31): `d` = (max - min) / levels and
@@ -73,16 +72,24 @@ fn put_d_m(x: &[f32], levels: f32, out: &mut [u8]) -> (f32, f32) {
 /// Q4_1: `d` = (max - min) / 15, `m` = min, quants `(x - min)/d + 0.5` truncated, at most 15.
 pub(super) fn q4_1(x: &[f32], out: &mut [u8]) {
     let (min, id) = put_d_m(x, 15.0, out);
+    put_nibbles(
+        out,
+        4,
+        &std::array::from_fn(|j| capped_i8((x[j] - min) * id + 0.5, 15)),
+    );
+}
+
+/// The 4-bit quants `l` of Q4_0 and Q4_1 into their block from byte `at`: byte `j` holds
+/// values `j` (low nibble) and `j + 16`.
+pub(super) fn put_nibbles(out: &mut [u8], at: usize, l: &[u8; 32]) {
     for j in 0..16 {
-        let xi0 = capped_i8((x[j] - min) * id + 0.5, 15);
-        let xi1 = capped_i8((x[16 + j] - min) * id + 0.5, 15);
-        out[4 + j] = xi0 | xi1 << 4;
+        out[at + j] = l[j] | l[16 + j] << 4;
     }
 }
 
 /// The 5-bit quants `xi` of Q5_0 and Q5_1 into their block from byte `at`: 32 high bits, then
 /// the low nibbles.
-fn put_q5(out: &mut [u8], at: usize, xi: impl Fn(usize) -> u8) {
+pub(super) fn put_q5(out: &mut [u8], at: usize, xi: impl Fn(usize) -> u8) {
     let mut qh = 0u32;
     for j in 0..16 {
         let (xi0, xi1) = (xi(j), xi(16 + j));

@@ -8,17 +8,20 @@
 //! a small integer), the port does what that build does. `tests/quantize.rs` checks every
 //! type against vectors the C itself made (`testdata/make_quant_vectors.sh`).
 //!
-//! These are the paths without an importance matrix: llama-quantize's `quantize_q4_0` to
-//! `quantize_q6_K` call exactly these `_ref` functions when `quant_weights` is null (and
-//! `quantize_q8_0` always). With an imatrix they call `quantize_row_*_impl` with the weights
-//! instead, which would go beside each function of `legacy.rs` and `kquants.rs`.
+//! Without an importance matrix llama-quantize's `quantize_q4_0` to `quantize_q6_K` call
+//! exactly the `_ref` functions ([`quantize_rows`]; `quantize_q8_0` always does). With one
+//! they call `quantize_row_*_impl` with the tensor's weights instead
+//! ([`quantize_rows_weighted`], `weighted.rs`); [`imatrix`] reads the files those weights come
+//! from.
 
 // The quantizers serve the tests now and quant references later.
 #![cfg_attr(not(feature = "internals"), allow(dead_code))]
 
 pub mod half;
+pub mod imatrix;
 mod kquants;
 mod legacy;
+mod weighted;
 
 use super::types::GgmlType;
 use crate::error::{Error, Result};
@@ -69,6 +72,23 @@ fn block_fn(name: &str) -> Option<BlockFn> {
     })
 }
 
+/// The weighted path of the type named `name`, if llama-quantize has one (Q8_0, the plain types
+/// and Q8_K quantize as without weights).
+fn weighted_fn(name: &str) -> Option<weighted::WeightedFn> {
+    Some(match name {
+        "Q4_0" => weighted::q4_0,
+        "Q4_1" => weighted::q4_1,
+        "Q5_0" => weighted::q5_0,
+        "Q5_1" => weighted::q5_1,
+        "Q2_K" => weighted::q2_k,
+        "Q3_K" => weighted::q3_k,
+        "Q4_K" => weighted::q4_k,
+        "Q5_K" => weighted::q5_k,
+        "Q6_K" => weighted::q6_k,
+        _ => return None,
+    })
+}
+
 /// Whether [`quantize_row`] makes type `ty`: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
 /// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and Q8_K.
 pub fn can_quantize(ty: &GgmlType) -> bool {
@@ -106,22 +126,80 @@ pub fn quantize_row(ty: &GgmlType, row: &[f32]) -> Result<Vec<u8>> {
 /// [`quantize_row`] over the rows of `row_len` values that `values` holds, the rows spread over
 /// rayon's threads (each row's bytes are those of [`quantize_row`]; blocks are independent).
 pub fn quantize_rows(ty: &GgmlType, values: &[f32], row_len: usize) -> Result<Vec<u8>> {
+    let f = quantizer(ty, row_len)?;
+    each_row(ty, values, row_len, |_, row, out| {
+        let bv = ty.block_values as usize;
+        for (x, y) in row
+            .chunks_exact(bv)
+            .zip(out.chunks_exact_mut(ty.block_bytes as usize))
+        {
+            f(x, y);
+        }
+    })
+}
+
+/// The rows of `row_len` values of `values` quantized to `ty` as llama-quantize's
+/// `ggml_quantize_chunk` does given an importance matrix's `weights` for the tensor: one weight
+/// per column (`row_len` of them), or one such vector per expert of a 3-D tensor, the rows
+/// split evenly among them in order. `None` is [`quantize_rows`], as llama.cpp takes the
+/// reference paths without weights; so are Q8_0, F32, F16, BF16 and Q8_K, whose entry points
+/// ignore them. Rows are spread over rayon's threads. An error if `ty` has no quantizer, the
+/// rows are not whole blocks, or the weights do not fit the rows.
+pub fn quantize_rows_weighted(
+    ty: &GgmlType,
+    values: &[f32],
+    row_len: usize,
+    weights: Option<&[f32]>,
+) -> Result<Vec<u8>> {
+    let Some(weights) = weights else {
+        return quantize_rows(ty, values, row_len);
+    };
+    quantizer(ty, row_len)?;
+    let rows = values.len().checked_div(row_len).unwrap_or(0);
+    let experts = weights.len().checked_div(row_len).unwrap_or(0);
+    if experts == 0 || !weights.len().is_multiple_of(row_len) || !rows.is_multiple_of(experts) {
+        return Err(Error::InvalidArgument(format!(
+            "{} importance weights do not fit {rows} rows of {row_len} (one weight per column, \
+             or one vector per expert)",
+            weights.len()
+        )));
+    }
+    let Some(f) = weighted_fn(ty.name) else {
+        return quantize_rows(ty, values, row_len);
+    };
+    let per_expert = rows / experts;
+    let bv = ty.block_values as usize;
+    each_row(ty, values, row_len, |r, row, out| {
+        let qw = &weights[r / per_expert * row_len..][..row_len];
+        let sigma2 = weighted::sum_squares(row) / row_len as f32;
+        let blocks = row.chunks_exact(bv).zip(qw.chunks_exact(bv));
+        for ((x, qw), y) in blocks.zip(out.chunks_exact_mut(ty.block_bytes as usize)) {
+            f(x, qw, sigma2, y);
+        }
+    })
+}
+
+/// The bytes of `ty` for the rows of `row_len` values that `values` holds, `f` making each
+/// row's (given its index, its values and its bytes) on rayon's threads; an error if `values`
+/// is not whole rows.
+fn each_row(
+    ty: &GgmlType,
+    values: &[f32],
+    row_len: usize,
+    f: impl Fn(usize, &[f32], &mut [u8]) + Sync,
+) -> Result<Vec<u8>> {
     if row_len == 0 || !values.len().is_multiple_of(row_len) {
         return Err(Error::InvalidArgument(format!(
             "{} values are not a whole number of rows of {row_len}",
             values.len()
         )));
     }
-    let f = quantizer(ty, row_len)?;
     let (bv, bb) = (ty.block_values as usize, ty.block_bytes as usize);
     let mut out = vec![0u8; values.len() / bv * bb];
     out.par_chunks_mut(row_len / bv * bb)
         .zip(values.par_chunks(row_len))
-        .for_each(|(out, row)| {
-            for (x, y) in row.chunks_exact(bv).zip(out.chunks_exact_mut(bb)) {
-                f(x, y);
-            }
-        });
+        .enumerate()
+        .for_each(|(r, (out, row))| f(r, row, out));
     Ok(out)
 }
 
