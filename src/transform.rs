@@ -13,9 +13,7 @@
 pub mod ggml;
 mod kernels;
 
-pub use kernels::{
-    order16, order32, unorder16, unorder32, unzigzag16, unzigzag32, zigzag16, zigzag32,
-};
+pub use kernels::{order16, order32, unorder32, unzigzag32, zigzag16, zigzag32};
 
 use crate::error::CodecError;
 use kernels::{
@@ -391,6 +389,7 @@ impl Transform {
 
 #[cfg(test)]
 mod tests {
+    use super::kernels::{unorder16, unzigzag16};
     use super::*;
 
     fn roundtrip(t: Transform, raw: &[u8]) -> Vec<Vec<u8>> {

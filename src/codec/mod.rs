@@ -53,7 +53,7 @@ pub mod stored;
 mod spec;
 
 pub use crate::error::CodecError;
-pub use spec::{BaseFn, Codec, Decode, GivenFn, PairFn, PlaneFn, Slot, Spec, WordsFn};
+pub use spec::{Codec, Decode, Slot, Spec};
 
 impl Codec {
     /// The codec with id `id`, if this build has it.

@@ -224,7 +224,7 @@ fn bad_parts_are_refused_and_bad_part_tables_are_errors() {
     assert_eq!(same, p);
     let mut s = Vec::new();
     assert!(signs::encode(&m, &parts, &mut s));
-    let layouts: [(super::super::PairFn, &[u8]); 2] =
+    let layouts: [(crate::codec::spec::PairFn, &[u8]); 2] =
         [(decode::<PARTS>, &r), (decode::<SIGNED>, &s)];
     // The part table follows the alphabet and the context base.
     let at = Alphabet::read(&p).unwrap().1.as_ptr() as usize - p.as_ptr() as usize + 2;
