@@ -242,13 +242,11 @@ impl<R: Read + Seek + Send> Archive<R> {
     }
 
     /// Has `prefetch` told what each read will read (and asked for blocks again).
-    #[cfg(feature = "remote")]
     pub(crate) fn set_prefetch(&mut self, prefetch: Arc<dyn Prefetch>) {
         self.prefetch = Some(prefetch);
     }
 
     /// The reader of the archive's bytes.
-    #[cfg(feature = "remote")]
     pub(crate) fn reader(&self) -> &R {
         &self.input.inner
     }

@@ -137,6 +137,7 @@ mod inspect;
 #[cfg(feature = "lab")]
 pub mod lab;
 mod names;
+mod open;
 pub mod output;
 #[cfg(feature = "remote")]
 pub mod remote;
@@ -174,6 +175,9 @@ pub use container::{Kind, Mode};
 pub use error::{Error, HeaderError, Result, TensorProblem};
 pub use inspect::{inspect, ArchiveInfo, CodecUse, Reference, TransformUse};
 pub use names::closest_names;
+pub use open::{
+    inspect_at, worker_threads, Committed, Decoded, Location, OpenOptions, Output, Source,
+};
 pub use pipeline::decode::{decode, DecodeOptions, DecodeReport};
 pub use pipeline::encode::{encode, encode_file, encode_to_vec, EncodeOptions, EncodeReport};
 pub use pipeline::{

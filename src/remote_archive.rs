@@ -70,8 +70,19 @@ pub fn decode_url<W: Write + Send>(
     opts: &DecodeOptions,
     remote: &RemoteOptions,
 ) -> Result<(DecodeReport, RemoteStats)> {
+    decode_remote(RemoteFile::open(url, remote)?, output, opts)
+}
+
+/// [`decode_url`] of the remote file `file`, opened already.
+pub(crate) fn decode_remote<W: Write + Send>(
+    file: RemoteFile,
+    output: W,
+    opts: &DecodeOptions,
+) -> Result<(DecodeReport, RemoteStats)> {
     on_threads(opts.threads, || {
-        let mut archive = Archive::open_url_with(url, opts.base.cloned(), remote)?;
+        let prefetch = file.prefetch();
+        let mut archive = Archive::open_with(file, opts.base.cloned())?;
+        archive.set_prefetch(prefetch);
         archive.set_memory(opts.memory)?;
         let mut out = Hashing {
             out: output,

@@ -124,6 +124,14 @@ pub(crate) fn remote_options() -> sc::remote::RemoteOptions {
     o.clone().unwrap_or_default()
 }
 
+/// How the command line being run opens archives and outputs: its remote flags, no base,
+/// the default memory.
+pub(crate) fn open_options() -> sc::OpenOptions {
+    let mut o = sc::OpenOptions::default();
+    o.remote = remote_options();
+    o
+}
+
 /// `e`, said to be about `what` (a phrase naming the input) unless it names its remote
 /// location itself.
 pub(crate) fn about(e: anyhow::Error, what: impl FnOnce() -> String) -> anyhow::Error {
@@ -525,23 +533,16 @@ enum Input {
     Stream(Box<dyn Read + Send>),
 }
 
-/// The length of a regular file's metadata.
-fn regular_len(meta: Option<&Metadata>) -> Option<u64> {
-    meta.filter(|m| m.is_file()).map(Metadata::len)
-}
-
-/// An archive to decode: a named file (which the library reads through memory maps when it is
-/// a regular one), or standard input.
-enum ArchiveInput {
-    File(File, Metadata),
-    Stream(Box<dyn Read + Send>),
-    /// An `http://`, `https://` or `s3://` location.
-    Remote(String),
+/// An archive to decode: one the library opened (a file, which it reads through memory maps
+/// when it is a regular one, or a remote location), or standard input, read as a stream.
+enum Incoming {
+    At(sc::Source),
+    Stdin(Box<dyn Read + Send>),
 }
 
 /// The remote location `path` names, if it names one.
 pub(crate) fn url_of(path: &Path) -> Option<&str> {
-    path.to_str().filter(|p| sc::remote::is_url(p))
+    sc::Location::url_in(path)
 }
 
 /// What `-v` says of the requests to `url`: how many, the bytes, and the time waiting on the
@@ -557,59 +558,69 @@ pub(crate) fn remote_line(url: &str, s: &sc::remote::RemoteStats) -> String {
     )
 }
 
-impl ArchiveInput {
-    fn open(path: &Path) -> Result<ArchiveInput> {
-        if let Some(url) = url_of(path) {
-            return Ok(ArchiveInput::Remote(url.to_string()));
-        }
+/// `e`, a failure to read the archive `path`, said to be about it unless it names its file or
+/// location itself.
+pub(crate) fn reading(e: sc::Error, path: &Path) -> anyhow::Error {
+    match e {
+        e @ (sc::Error::File { .. } | sc::Error::Remote { .. }) => e.into(),
+        e => anyhow::Error::new(e).context(format!("reading {}", path.display())),
+    }
+}
+
+impl Incoming {
+    fn open(path: &Path) -> Result<Incoming> {
         if is_stdio(path) {
             let (reader, _) = open_input(path)?;
-            return Ok(ArchiveInput::Stream(reader));
+            return Ok(Incoming::Stdin(reader));
         }
-        let (f, meta) = open_file(path)?;
-        Ok(ArchiveInput::File(f, meta))
+        let at = sc::Location::parse(path);
+        Ok(Incoming::At(sc::Source::open(&at, &open_options())?))
     }
 
-    /// The archive file's metadata (none for stdin).
+    /// The archive file's metadata (none for stdin and remote locations).
     fn meta(&self) -> Option<&Metadata> {
         match self {
-            ArchiveInput::File(_, meta) => Some(meta),
-            ArchiveInput::Stream(_) | ArchiveInput::Remote(_) => None,
+            Incoming::At(s) => s.metadata(),
+            Incoming::Stdin(_) => None,
         }
     }
 
     /// Length of the archive, when it is known.
     fn len(&self) -> Option<u64> {
-        regular_len(self.meta())
+        match self {
+            Incoming::At(s) => s.len(),
+            Incoming::Stdin(_) => None,
+        }
     }
 
     fn decode<W: Write + Send>(
         self,
+        url: &Path,
         out: W,
         check_md5: bool,
         memory: u64,
         base: Option<&sc::Base>,
         progress: &(dyn Fn(u64) + Sync),
     ) -> Result<sc::DecodeReport> {
+        let mut open = open_options();
+        open.base = base.cloned();
+        open.memory = Some(memory);
         let opts = DecodeOptions {
             check_md5,
-            archive_len: self.len(),
             progress: Some(progress),
-            memory,
-            base,
-            ..Default::default()
+            ..open.decode_options()
         };
         match self {
-            ArchiveInput::File(f, _) => sc::decode_file(&f, out, &opts),
-            ArchiveInput::Stream(r) => sc::decode(r, out, &opts),
-            ArchiveInput::Remote(url) => {
-                sc::decode_url(&url, out, &opts, &remote_options()).map(|(report, stats)| {
-                    if process::verbose() {
-                        note(format_args!("{}", remote_line(&url, &stats)));
-                    }
-                    report
-                })
-            }
+            Incoming::Stdin(r) => sc::decode(r, out, &opts),
+            Incoming::At(source) => source.decode(out, &opts).map(|d| {
+                if let Some(stats) = d.remote.filter(|_| process::verbose()) {
+                    note(format_args!(
+                        "{}",
+                        remote_line(&url.to_string_lossy(), &stats)
+                    ));
+                }
+                d.report
+            }),
         }
         .map_err(base::hint)
     }
@@ -646,13 +657,9 @@ pub(crate) fn local_name(input: &Path) -> Result<Cow<'_, Path>> {
     let Some(url) = url_of(input) else {
         return Ok(Cow::Borrowed(input));
     };
-    let path = match url.starts_with("http") {
-        true => url.split(['?', '#']).next().unwrap_or(url),
-        false => url,
-    };
-    match path.rsplit('/').next() {
-        Some(n) if !matches!(n, "" | "." | "..") => Ok(Cow::Owned(PathBuf::from(n))),
-        _ => bail!("{url} has no file name to name the output after: use -o"),
+    match sc::Location::parse(input).file_name() {
+        Some(n) => Ok(Cow::Owned(n.into_owned())),
+        None => bail!("{url} has no file name to name the output after: use -o"),
     }
 }
 
@@ -936,9 +943,8 @@ fn encode_one(
             None => None,
         };
         let f = remove::reopen(dest, id).with_context(verifying)?;
-        let m = f.metadata().with_context(verifying)?;
-        let back = ArchiveInput::File(f, m)
-            .decode(io::sink(), true, memory, base.as_ref(), &|_| {})
+        let back = Incoming::At(sc::Source::file(f).with_context(verifying)?)
+            .decode(dest, io::sink(), true, memory, base.as_ref(), &|_| {})
             .with_context(verifying)?;
         let verified = back.md5.is_some() && back.md5 == report.md5;
         let read = remove::Snapshot::of(meta);
@@ -949,7 +955,7 @@ fn encode_one(
 
 fn decode(a: &DecodeArgs) -> Result<()> {
     let input = match a.inputs.as_slice() {
-        [one] if url_of(one).is_some_and(|u| u.ends_with('/')) => {
+        [one] if sc::Location::parse(one).prefix().is_some() => {
             return decode_prefix(a, url_of(one).unwrap_or_default())
         }
         [one] if !folder::is_dir(one) => one,
@@ -1036,12 +1042,12 @@ fn decode_one(
     if a.rm {
         remove::check(input, dest)?;
     }
-    let archive = ArchiveInput::open(input)?;
+    let archive = Incoming::open(input)?;
     let meta = archive.meta().cloned();
     let settings = a.out.settings(meta.as_ref(), a.rm);
     let (report, written) = write_with(dest, &settings, |out| {
         archive
-            .decode(out, a.md5 || a.rm, memory, base, progress)
+            .decode(input, out, a.md5 || a.rm, memory, base, progress)
             .map_err(|e| about(e, || format!("decoding {}", name(input))))
     })?;
     if a.rm {
@@ -1097,10 +1103,12 @@ fn check_archive(
     base: Option<&sc::Base>,
     common: &Common,
 ) -> Result<sc::DecodeReport> {
-    let archive = ArchiveInput::open(input)?;
+    let archive = Incoming::open(input)?;
     let bar = progress_bar(archive.len(), common.talk.quiet);
     let memory = memory(common, || archive_file_needs(input));
-    let report = archive.decode(io::sink(), true, memory, base, &|n| bar.set_position(n));
+    let report = archive.decode(input, io::sink(), true, memory, base, &|n| {
+        bar.set_position(n)
+    });
     bar.finish_and_clear();
     report
 }
