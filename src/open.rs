@@ -268,6 +268,24 @@ impl Source {
         }
     }
 
+    /// The archive's bytes as a local file, for readers that need one (an encode, which finds
+    /// repeated tensors by reading its input twice): a local file itself, bytes and a remote
+    /// object copied into an unnamed temporary file (each piece of the object fetched once).
+    pub fn to_file(&mut self) -> Result<File> {
+        let mut tmp = match &mut self.inner {
+            Inner::File(f) => return Ok(f.get_ref().try_clone()?),
+            _ => tempfile::tempfile()?,
+        };
+        if let Some(p) = self.prefetch() {
+            let whole = 0..self.len().unwrap_or(0);
+            p.will_read(std::slice::from_ref(&whole));
+        }
+        self.seek(SeekFrom::Start(0))?;
+        io::copy(self, &mut tmp)?;
+        tmp.seek(SeekFrom::Start(0))?;
+        Ok(tmp)
+    }
+
     /// What plans a remote reader's fetching ahead.
     fn prefetch(&self) -> Option<Arc<dyn Prefetch>> {
         match &self.inner {
