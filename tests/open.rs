@@ -100,9 +100,9 @@ fn a_url_opens_as_the_file_does() {
     let source = Source::open(&at, &opts).unwrap();
     let decoded = source.decode(&mut out, &opts.decode_options()).unwrap();
     assert!(out == tune);
-    assert!(decoded.remote.is_some_and(|s| s.requests >= 2));
+    assert!(decoded.remote.is_some_and(|s| s.requests >= 1));
     let archive = Archive::open_at(&at, &opts).unwrap();
-    assert!(archive.remote_stats().is_some_and(|s| s.requests >= 2));
+    assert!(archive.remote_stats().is_some_and(|s| s.requests >= 1));
 }
 
 #[test]
