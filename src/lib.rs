@@ -62,6 +62,14 @@
 //! # Ok::<(), sc::Error>(())
 //! ```
 //!
+//! # From a path, a remote location or bytes
+//!
+//! [`Location`] names where an archive is (or an output goes), and [`OpenOptions`] how it is
+//! opened: base, remote options, memory, threads. [`Archive::open_at`] opens one for random
+//! access, [`Source::open`] and [`Source::decode`] decode one whole, [`inspect_at`] describes
+//! one, and [`Output`] writes a file atomically or uploads, refusing an existing one unless
+//! told to overwrite it. The command line and the Python package go through these.
+//!
 //! Every failure is an [`Error`] naming the problem; no input, however corrupt, makes the
 //! library panic, hang or allocate beyond what the input's real size allows.
 
