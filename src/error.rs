@@ -114,6 +114,11 @@ pub enum Error {
         /// The base's file or folder name, as recorded when the archive was made.
         needed: String,
     },
+    /// A run over a folder or several files ([`crate::folder`]) cannot go ahead as planned:
+    /// two outputs meet, an output would replace a file the run reads, there is nothing to do,
+    /// a folder cannot be read. Said before anything is written.
+    #[error("{0}")]
+    Folder(String),
     /// A file or folder cannot serve as a base ([`crate::Base::open`]).
     #[error("cannot use {path} as a base: {reason}")]
     BadBase {
@@ -122,6 +127,10 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// The run was stopped through its [`Cancel`](crate::Cancel) token (Ctrl-C, say) before
+    /// it was done: what it wrote is unfinished.
+    #[error("cancelled")]
+    Cancelled,
 }
 
 /// The text of [`Error::BaseMismatch`]: a base of the name recorded has most likely been
@@ -299,6 +308,8 @@ impl From<Error> for io::Error {
             | Error::BadBase { .. }
             | Error::ForBase { .. } => io::Error::new(io::ErrorKind::InvalidInput, e),
             Error::File { ref source, .. } => io::Error::new(source.kind(), e),
+            // Not `Interrupted`, which readers and writers retry.
+            Error::Cancelled => io::Error::other(e),
             e => io::Error::new(io::ErrorKind::InvalidData, e),
         }
     }

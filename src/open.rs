@@ -9,6 +9,7 @@
 
 use crate::archive::{decode_file, decode_slice, Archive};
 use crate::base::Base;
+use crate::cancel::Cancel;
 use crate::error::{Error, Result};
 use crate::inspect::{inspect, ArchiveInfo};
 use crate::output::OutputFile;
@@ -148,6 +149,9 @@ pub struct OpenOptions {
     /// Worker threads for a whole decode ([`OpenOptions::decode_options`]); 0: the current
     /// rayon pool. [`worker_threads`] caps a request to the cores.
     pub threads: usize,
+    /// What stops a whole decode (between blocks) and a remote reader's waits, ending them in
+    /// [`Error::Cancelled`]; a remote reader also stops on its own `remote.cancel`.
+    pub cancel: Option<Cancel>,
 }
 
 impl OpenOptions {
@@ -159,6 +163,7 @@ impl OpenOptions {
             base: self.base.as_ref(),
             memory: self.memory.unwrap_or(d.memory),
             threads: self.threads,
+            cancel: self.cancel.as_ref(),
             ..d
         }
     }
@@ -198,6 +203,7 @@ impl Source {
     /// requests, for its end and its start). A file that cannot be opened is an
     /// [`Error::File`].
     pub fn open(at: &Location, opts: &OpenOptions) -> Result<Source> {
+        #[cfg(not(feature = "remote"))]
         let _ = opts;
         let (inner, meta) = match at {
             Location::Path(p) => {
@@ -209,7 +215,11 @@ impl Source {
             }
             Location::Bytes(b) => (Inner::Bytes(Cursor::new(b.clone())), None),
             #[cfg(feature = "remote")]
-            Location::Url(u) => (Inner::Remote(RemoteFile::open(u, &opts.remote)?), None),
+            Location::Url(u) => {
+                let mut remote = opts.remote.clone();
+                remote.cancel = remote.cancel.or_else(|| opts.cancel.clone());
+                (Inner::Remote(RemoteFile::open(u, &remote)?), None)
+            }
             #[cfg(not(feature = "remote"))]
             Location::Url(u) => {
                 return Err(Error::InvalidArgument(format!(

@@ -5,7 +5,7 @@
 //! from Python buffers. The GIL is released while the library works, and every entry point turns
 //! library errors into `sc.ScError` and a panic into an exception instead of an abort.
 
-mod cli;
+mod folder;
 mod reader;
 mod remote;
 
@@ -263,6 +263,13 @@ fn open_options() -> sc::OpenOptions {
     o
 }
 
+/// [`open_options`], stopped by `cancel` (a long call interrupted by Ctrl-C).
+fn open_options_until(cancel: &sc::Cancel) -> sc::OpenOptions {
+    let mut o = open_options();
+    o.cancel = Some(cancel.clone());
+    o
+}
+
 /// Opens the base at `path` for the archive at `archive` (`None` when the base is for
 /// encoding): the error says which base the archive needs. A missing path is an `OSError`, as
 /// for any file.
@@ -302,7 +309,10 @@ fn encode_options(
     let mut opts = match level {
         None => sc::EncodeOptions::new(mode.unwrap_or(sc::Mode::Fast)),
         Some(n) => {
-            let numbered = u8::try_from(n).ok().and_then(sc_cli::level);
+            let numbered = u32::try_from(n)
+                .ok()
+                .filter(|&n| n <= sc::HIGHEST_LEVEL)
+                .and_then(sc::level);
             let (by_level, signs) = numbered.ok_or_else(|| {
                 ScError::new_err(format!("invalid argument: level must be 1 to 9, not {n}"))
             })?;
@@ -401,6 +411,11 @@ fn encode_parts(
     }
     opts.input_len = Some(spans.iter().map(|s| s.1 as u64).sum());
     let archive = run_stoppable(py, pool.as_deref(), dst.as_deref(), |stop| {
+        let cancel = sc::Cancel::from_flag(stop.clone());
+        let opts = sc::EncodeOptions {
+            cancel: Some(&cancel),
+            ..opts
+        };
         // SAFETY: the buffers stay exported, so their memory stays put, while `parts` lives.
         let input = || Parts {
             parts: spans
@@ -445,10 +460,12 @@ fn compress_file<'py>(
     let opts = encode_options(mode, level, block_size, md5)?;
     let pool = thread_pool(threads)?;
     let report = run_stoppable(py, pool.as_deref(), Some(&src), |stop| {
+        let cancel = sc::Cancel::from_flag(stop.clone());
         // A remote source is copied to a temporary file first: finding repeated tensors
         // reads the input twice.
         let start = Instant::now();
-        let mut source = sc::Source::open(&sc::Location::parse(&src), &open_options())?;
+        let mut source =
+            sc::Source::open(&sc::Location::parse(&src), &open_options_until(&cancel))?;
         let f = source.to_file()?;
         if let Some(s) = source.remote_stats() {
             remote::record(remote::Cost::of(s, start.elapsed()));
@@ -456,6 +473,7 @@ fn compress_file<'py>(
         let base = base_for(base.as_deref(), None)?;
         let opts = sc::EncodeOptions {
             base: base.as_ref(),
+            cancel: Some(&cancel),
             ..opts
         };
         write_to(&dst, overwrite, |w| {
@@ -467,20 +485,11 @@ fn compress_file<'py>(
     d.set_item("archive_len", report.archive_len)?;
     d.set_item("blocks", report.blocks)?;
     d.set_item("safetensors", matches!(report.kind, sc::Kind::Safetensors))?;
-    d.set_item("kind", kind_name(report.kind))?;
+    d.set_item("kind", report.kind.name())?;
     d.set_item("md5", report.md5.map(hex))?;
     d.set_item("based_tensors", report.based_tensors)?;
     d.set_item("repeated_tensors", report.repeated_tensors)?;
     Ok(d)
-}
-
-/// What Python calls the original file's kind: "safetensors", "gguf" or "generic".
-fn kind_name(kind: sc::Kind) -> &'static str {
-    match kind {
-        sc::Kind::Safetensors => "safetensors",
-        sc::Kind::Gguf => "gguf",
-        _ => "generic",
-    }
 }
 
 fn hex(d: [u8; 16]) -> String {
@@ -488,16 +497,19 @@ fn hex(d: [u8; 16]) -> String {
 }
 
 /// Decodes the archive file `src` into `out`, checking every block and, with `check_md5`, the
-/// recorded MD5 of the whole file; `base`, the path of the base it is coded against.
+/// recorded MD5 of the whole file; `base`, the path of the base it is coded against. It stops
+/// once `stop` is set.
 fn decode_to(
     src: &Path,
     out: impl Write + Send,
     check_md5: bool,
     base: Option<&Path>,
+    stop: &Arc<AtomicBool>,
 ) -> Res<sc::DecodeReport> {
+    let cancel = sc::Cancel::from_flag(stop.clone());
     let at = sc::Location::parse(src);
     let start = Instant::now();
-    let source = sc::Source::open(&at, &open_options())?;
+    let source = sc::Source::open(&at, &open_options_until(&cancel))?;
     let base = base_for(base, Some(&at))?;
     // Positioned reads, not maps: another process truncating the archive must give an
     // error, not kill the interpreter with SIGBUS.
@@ -505,6 +517,7 @@ fn decode_to(
         check_md5,
         base: base.as_ref(),
         map: false,
+        cancel: Some(&cancel),
         ..Default::default()
     };
     let decoded = source.decode(out, &opts)?;
@@ -540,7 +553,7 @@ fn decompress_file<'py>(
     let pool = thread_pool(threads)?;
     let report = run_stoppable(py, pool.as_deref(), Some(&src), |stop| {
         write_to(&dst, overwrite, |w| {
-            decode_to(&src, stoppable(w, stop), check_md5, base.as_deref())
+            decode_to(&src, stoppable(w, stop), check_md5, base.as_deref(), stop)
         })
     })?;
     decode_report(py, &report)
@@ -558,9 +571,45 @@ fn verify<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let pool = thread_pool(threads)?;
     let report = run_stoppable(py, pool.as_deref(), Some(&path), |stop| {
-        decode_to(&path, stoppable(io::sink(), stop), true, base.as_deref())
+        decode_to(
+            &path,
+            stoppable(io::sink(), stop),
+            true,
+            base.as_deref(),
+            stop,
+        )
     })?;
     decode_report(py, &report)
+}
+
+/// Tensor by tensor, whether the GGUF quant `quant` derives bit for bit from the seed `seed` (a
+/// GGUF file, its archive or a folder): a list of dicts `name`, `dtype`, `blocks`, `exact`,
+/// `derives` and `reason` (why it cannot be re-derived, or None).
+#[pyfunction]
+fn verify_derives<'py>(
+    py: Python<'py>,
+    seed: PathBuf,
+    quant: PathBuf,
+) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    let report = run(py, None, Some(&quant), || {
+        let base = sc::Base::open(&seed)?;
+        let file = std::fs::File::open(&quant).map_err(|e| Failure::Os(e, quant.clone()))?;
+        let len = file.metadata().map_err(sc::Error::from)?.len();
+        Ok(sc::verify_derives(&base, &file, len)?)
+    })?;
+    report
+        .iter()
+        .map(|t| {
+            let d = PyDict::new(py);
+            d.set_item("name", &t.name)?;
+            d.set_item("dtype", &t.dtype)?;
+            d.set_item("blocks", t.blocks)?;
+            d.set_item("exact", t.exact)?;
+            d.set_item("derives", t.derives())?;
+            d.set_item("reason", t.not_derivable.as_deref())?;
+            Ok(d)
+        })
+        .collect()
 }
 
 /// The names in `names` closest to `name` (at most three, best first), by the rule the command
@@ -580,14 +629,15 @@ fn _sc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compress_file, m)?)?;
     m.add_function(wrap_pyfunction!(decompress_file, m)?)?;
     m.add_function(wrap_pyfunction!(verify, m)?)?;
+    m.add_function(wrap_pyfunction!(verify_derives, m)?)?;
     m.add_function(wrap_pyfunction!(closest_names, m)?)?;
     m.add_function(wrap_pyfunction!(remote::stats, m)?)?;
     m.add_function(wrap_pyfunction!(remote::is_url, m)?)?;
     m.add_function(wrap_pyfunction!(remote::remote_options, m)?)?;
     m.add_function(wrap_pyfunction!(remote::list_prefix, m)?)?;
     m.add_function(wrap_pyfunction!(remote::fetch, m)?)?;
-    m.add_function(wrap_pyfunction!(cli::main, m)?)?;
-    m.add_function(wrap_pyfunction!(cli::run_command, m)?)?;
+    m.add_function(wrap_pyfunction!(folder::compress_folder, m)?)?;
+    m.add_function(wrap_pyfunction!(folder::decompress_folder, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -136,7 +136,7 @@ impl Reader {
         let (kind, mode, block_size, blocks, archive_len, original_len, base) =
             self.with(py, |a| {
                 Ok((
-                    kind_name(a.kind()),
+                    a.kind().name(),
                     a.mode().name(),
                     a.block_size(),
                     a.blocks(),

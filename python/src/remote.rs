@@ -158,12 +158,28 @@ pub fn is_url(s: &str) -> bool {
 }
 
 /// The objects under the prefix `prefix` (`s3://bucket/folder/`), recursively, as (location,
-/// size) sorted by key.
+/// size) sorted by key. An object whose key the library cannot read is left out with a
+/// `UserWarning` naming it (escaped).
 #[pyfunction]
 pub fn list_prefix(py: Python<'_>, prefix: String) -> PyResult<Vec<(String, u64)>> {
-    run(py, None, None, || {
-        Ok(sc::remote::list(&prefix, &options())?)
-    })
+    let listing = run(py, None, None, || {
+        Ok(sc::remote::list_skipping(&prefix, &options())?)
+    })?;
+    for url in &listing.skipped {
+        let shown = url.escape_debug();
+        let text = format!(
+            "skipping {shown}: its key is not one sc can read (a control character, or an \
+             empty, \".\" or \"..\" part)"
+        );
+        let text = std::ffi::CString::new(text).unwrap_or_default();
+        PyErr::warn(
+            py,
+            &py.get_type::<pyo3::exceptions::PyUserWarning>(),
+            &text,
+            1,
+        )?;
+    }
+    Ok(listing.objects)
 }
 
 /// The whole object at `url` (a small one: a config file, an index).

@@ -173,6 +173,7 @@ pub(super) fn encode_one(
         true => (Input::Stream(open_input(input)?.0), None),
         false => open_file(input).map(|(f, m)| (Input::File(f), Some(m)))?,
     };
+    let cancel = process::cancel();
     let opts = EncodeOptions {
         block_size: a.block_size,
         md5: rm || a.md5 || (!a.no_md5 && EncodeOptions::new(a.mode()).md5),
@@ -180,6 +181,7 @@ pub(super) fn encode_one(
         memory,
         base,
         sign_models: a.level.sign_models(),
+        cancel: Some(&cancel),
         ..EncodeOptions::new(a.mode())
     };
     let settings = a.out.settings(meta.as_ref(), rm);
@@ -246,8 +248,16 @@ pub(super) fn decode_prefix(a: &DecodeArgs, prefix: &str) -> Result<()> {
     let Some(dir) = a.out.output.as_deref().filter(|o| !is_stdio(o)) else {
         bail!("decoding the remote folder {prefix} needs -o DIR");
     };
-    let listed = sc::remote::list(prefix, &remote_options())?;
-    folder::decode_prefix(a, prefix, dir, &listed, a.base.open(None)?.as_ref())
+    let listing = sc::remote::list_skipping(prefix, &remote_options())?;
+    for url in listing.skipped.iter().filter(|_| !a.common.talk.quiet) {
+        note(format_args!(
+            "sc: note: skipping {}: its key is not one sc can read (a control character, or an \
+             empty, \".\" or \"..\" part)",
+            text::printable(url)
+        ));
+    }
+    let objects = &listing.objects;
+    folder::decode_prefix(a, prefix, dir, objects, a.base.open(None)?.as_ref())
 }
 
 /// Copies the object at `url` to the file `dest` as it is; returns the bytes copied.
@@ -340,6 +350,9 @@ pub(super) fn md5_of(mut input: impl Read, path: &Path) -> Result<[u8; 16]> {
 }
 
 pub(super) fn verify(a: &VerifyArgs) -> Result<()> {
+    if let Some(seed) = &a.derives {
+        return verify::derives(seed, &a.paths, &a.common);
+    }
     let file = |p: &Path| !p.is_dir();
     let first = a.paths.first().filter(|p| file(p));
     let base = a.base.open(first.map(PathBuf::as_path))?;

@@ -5,7 +5,6 @@ mod argv;
 mod base;
 mod catalog;
 mod coding;
-mod collide;
 mod docs;
 mod folder;
 mod info;
@@ -125,7 +124,9 @@ static REMOTE: std::sync::Mutex<Option<sc::remote::RemoteOptions>> = std::sync::
 /// How the command line being run reads and writes remote locations (its flags).
 pub(crate) fn remote_options() -> sc::remote::RemoteOptions {
     let o = REMOTE.lock().unwrap_or_else(|e| e.into_inner());
-    o.clone().unwrap_or_default()
+    let mut o = o.clone().unwrap_or_default();
+    o.cancel = Some(process::cancel());
+    o
 }
 
 /// How the command line being run opens archives and outputs: its remote flags, no base,
@@ -133,6 +134,7 @@ pub(crate) fn remote_options() -> sc::remote::RemoteOptions {
 pub(crate) fn open_options() -> sc::OpenOptions {
     let mut o = sc::OpenOptions::default();
     o.remote = remote_options();
+    o.cancel = Some(process::cancel());
     o
 }
 
@@ -431,6 +433,10 @@ struct VerifyArgs {
     /// whose MD5 must equal the archive's
     #[arg(value_name = "PATH")]
     paths: Vec<PathBuf>,
+    /// Check instead whether the GGUF quant PATH derives bit for bit from the seed SEED (a
+    /// GGUF file or its archive), tensor by tensor, with llama.cpp's reference quantizers
+    #[arg(long, value_name = "SEED", conflicts_with = "base")]
+    derives: Option<PathBuf>,
     #[command(flatten)]
     base: base::BaseArg,
     #[command(flatten)]
