@@ -152,7 +152,8 @@ pub fn decompress_folder(
 ) -> PyResult<()> {
     let pool = thread_pool(threads)?;
     run_stoppable(py, pool.as_deref(), Some(&src), |stop| {
-        let jobs = match src.to_str().filter(|s| sc::remote::is_url(s)) {
+        let at = sc::Location::parse(&src);
+        let jobs = match at.url() {
             Some(url) => {
                 let prefix = match url.ends_with('/') {
                     true => url.to_string(),
