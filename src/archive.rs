@@ -6,6 +6,14 @@
 //! check the MD5 of the whole file; what it does check is everything it reads: the file header,
 //! index and trailer checksums, each block record's checksum, and each decoded block's XXH3-64.
 
+mod blocks;
+mod extract;
+mod whole;
+
+pub use whole::{decode_file, decode_slice, decode_to_vec};
+
+use blocks::{check_index, decode_want, deliver, parse_block, read_block};
+
 use crate::base::Base;
 use crate::container::{BlockRecord, FileHeader, Footer, IndexEntry, Kind, Mode};
 use crate::error::{Error, Result};
@@ -242,13 +250,11 @@ impl<R: Read + Seek + Send> Archive<R> {
     }
 
     /// Has `prefetch` told what each read will read (and asked for blocks again).
-    #[cfg(feature = "remote")]
     pub(crate) fn set_prefetch(&mut self, prefetch: Arc<dyn Prefetch>) {
         self.prefetch = Some(prefetch);
     }
 
     /// The reader of the archive's bytes.
-    #[cfg(feature = "remote")]
     pub(crate) fn reader(&self) -> &R {
         &self.input.inner
     }
@@ -521,112 +527,6 @@ impl<R: Read + Seek + Send> Archive<R> {
         self.read_range_into(range, out)
     }
 
-    /// Writes a safetensors file holding the tensors `names` (each once) of a safetensors
-    /// archive to `out`; returns the bytes written ([`Archive::write_gguf`] for a GGUF one).
-    ///
-    /// The new header keeps each tensor's dtype and shape, recomputes its `data_offsets`, and
-    /// keeps `__metadata__`. Tensors are laid out by element width, widest first, and in their
-    /// original order within a width (what the reference writer does), so every tensor starts
-    /// at a multiple of its element size; the JSON is padded with spaces to a multiple of 8
-    /// bytes for the same reason.
-    pub fn write_safetensors<W: Write + Send>(
-        &mut self,
-        names: &[&str],
-        out: &mut W,
-    ) -> Result<u64> {
-        if self.header.kind == Kind::Gguf {
-            return Err(Error::InvalidArgument(
-                "a GGUF archive's tensors are written as GGUF (write_gguf)".into(),
-            ));
-        }
-        let mut chosen: Vec<(usize, u64)> = Vec::new();
-        let mut seen = vec![false; self.tensors.len()];
-        for name in names {
-            let (k, _) = self.find(name)?;
-            if !std::mem::replace(&mut seen[k], true) {
-                let width = self.tensors[k].dtype.map_or(1, |d| d.width());
-                chosen.push((k, width));
-            }
-        }
-        chosen.sort_by_key(|&(k, width)| (std::cmp::Reverse(width), k));
-        let mut json = serde_json::Map::new();
-        if let Some(meta) = self.metadata_value()? {
-            json.insert("__metadata__".into(), meta);
-        }
-        let mut pos = 0u64;
-        for &(k, _) in &chosen {
-            let t = &self.tensors[k];
-            let len = t.end - t.begin;
-            json.insert(
-                t.name.clone(),
-                serde_json::json!({
-                    "dtype": t.dtype_name,
-                    "shape": t.shape,
-                    "data_offsets": [pos, pos + len],
-                }),
-            );
-            pos += len;
-        }
-        let mut text = serde_json::Value::Object(json).to_string().into_bytes();
-        text.resize(text.len().next_multiple_of(8), b' ');
-        out.write_all(&(text.len() as u64).to_le_bytes())?;
-        out.write_all(&text)?;
-        for (k, _) in chosen {
-            let range = self.tensor_range(&self.tensors[k]);
-            self.read_range_to(range, out)?;
-        }
-        Ok(8 + text.len() as u64 + pos)
-    }
-
-    /// Writes a GGUF file holding the tensors `names` (each once) of a GGUF archive to `out`;
-    /// returns the bytes written.
-    ///
-    /// The new header keeps the original's version and metadata (`general.alignment` with
-    /// it; not the `split.*` keys of a shard: the new file is whole) and each tensor's type
-    /// and shape, and counts and places the tensors afresh: in their original order, each at
-    /// the next multiple of the alignment, the gaps and the end padded with zeros (what ggml
-    /// writes).
-    pub fn write_gguf<W: Write + Send>(&mut self, names: &[&str], out: &mut W) -> Result<u64> {
-        if self.header.kind != Kind::Gguf {
-            return Err(Error::InvalidArgument(
-                "the archive's original is not a GGUF file".into(),
-            ));
-        }
-        let h = GgufHeader::parse(&self.header.prefix, u64::MAX)
-            .map_err(|e| Error::Corrupt(format!("kept GGUF header: {e}")))?;
-        // `tensors` lists the header's tensors ordered by (start, end), stably: the same sort
-        // of the header's positions pairs each with its place there.
-        let mut in_header: Vec<usize> = (0..h.tensors.len()).collect();
-        in_header.sort_by_key(|&k| (h.tensors[k].range.start, h.tensors[k].range.end));
-        let mut chosen: Vec<usize> = Vec::new();
-        let mut seen = vec![false; h.tensors.len()];
-        for name in names {
-            let (k, _) = self.find(name)?;
-            let k = in_header[k];
-            if h.tensors[k].name != *name {
-                return Err(Error::Corrupt(format!(
-                    "kept GGUF header: tensor {name:?} is not where its listing says"
-                )));
-            }
-            if !std::mem::replace(&mut seen[k], true) {
-                chosen.push(k);
-            }
-        }
-        chosen.sort_by_key(|&k| h.tensors[k].range.start);
-        let (head, offsets) = h.header_for(&chosen);
-        out.write_all(&head)?;
-        let mut pos = 0u64;
-        for (&k, offset) in chosen.iter().zip(offsets) {
-            io::copy(&mut io::repeat(0).take(offset - pos), out)?;
-            let range = h.tensors[k].range.clone();
-            pos = offset + (range.end - range.start);
-            self.read_range_to(range, out)?;
-        }
-        let end = pos.next_multiple_of(h.alignment);
-        io::copy(&mut io::repeat(0).take(end - pos), out)?;
-        Ok(head.len() as u64 + end)
-    }
-
     container_parts!();
 
     fn named_range(&self, name: &str) -> Result<Range<u64>> {
@@ -828,217 +728,5 @@ impl<R: Read + Seek + Send> Archive<R> {
                 Ok(())
             },
         )
-    }
-}
-
-/// Decodes `block` for `want`: straight into its place when the whole block is wanted in one
-/// (`None`), or else into a pooled buffer.
-fn decode_want(
-    block: Block,
-    want: &mut Want,
-    pools: &Pools,
-    sources: Sources,
-) -> Result<Option<Vec<u8>>> {
-    let len = block.record.raw_len as usize;
-    match want.places.as_mut_slice() {
-        [(0, dest)] if dest.len() == len => decode_into(block, dest, pools, sources).map(|_| None),
-        _ => decode_one(block, pools, sources).map(|(_, out)| Some(out)),
-    }
-}
-
-/// Sends the bytes of the decoded `block` (at offset `at` of the original file) that lie in
-/// `out`'s range to its writer, or else to their places in the caller's buffers.
-fn deliver(
-    out: &mut Option<(&mut (dyn Write + Send), Range<u64>)>,
-    want: Want,
-    block: &[u8],
-    at: u64,
-) -> Result<()> {
-    match out {
-        Some((w, range)) => {
-            let len = block.len() as u64;
-            let from = range.start.saturating_sub(at).min(len) as usize;
-            let to = range.end.saturating_sub(at).min(len) as usize;
-            w.write_all(&block[from..to.max(from)])?;
-        }
-        None => {
-            for (offset, dest) in want.places {
-                let part =
-                    block
-                        .get(offset..offset + dest.len())
-                        .ok_or_else(|| Error::CorruptBlock {
-                            index: want.n as u64,
-                            reason: "shorter than the index says".into(),
-                        })?;
-                dest.copy_from_slice(part);
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Checks that the index lays the blocks end to end from the header to the end tag and covers
-/// the original file after the kept header exactly, so every later seek and allocation made
-/// from it is bounded by the archive.
-fn check_index(header: &FileHeader, footer: &Footer) -> Result<()> {
-    let mut offset = header.encoded_len();
-    let mut raw = header.prefix.len() as u64;
-    for (n, e) in footer.index.iter().enumerate() {
-        let next = offset.checked_add(e.stored_len as u64);
-        let next_raw = raw.checked_add(e.raw_len as u64);
-        let ok = e.offset == offset
-            && e.raw_offset == raw
-            && e.raw_len > 0
-            && e.raw_len <= header.block_size
-            && next.is_some_and(|o| o <= footer.end_offset)
-            && next_raw.is_some_and(|r| r <= footer.original_len);
-        if !ok {
-            return Err(Error::Corrupt(format!(
-                "index entry {n} does not follow the blocks before it"
-            )));
-        }
-        (offset, raw) = (next.unwrap_or_default(), next_raw.unwrap_or_default());
-    }
-    if offset != footer.end_offset || raw != footer.original_len {
-        return Err(Error::Corrupt(
-            "block index does not cover the archive and the original file".into(),
-        ));
-    }
-    Ok(())
-}
-
-/// Reads block `n`'s record and payload, checking the record against the index.
-fn read_block<R: Read + Seek>(
-    input: &mut R,
-    block_size: u32,
-    index: &[IndexEntry],
-    n: usize,
-    buffers: &Pool<Vec<u8>>,
-) -> Result<Block<'static>> {
-    input.seek(SeekFrom::Start(index[n].offset))?;
-    parse_block(input, block_size, index, n, buffers)
-}
-
-/// Reads block `n`'s record and payload from where `input` stands, checking the record
-/// against the index.
-fn parse_block<R: Read>(
-    input: &mut R,
-    block_size: u32,
-    index: &[IndexEntry],
-    n: usize,
-    buffers: &Pool<Vec<u8>>,
-) -> Result<Block<'static>> {
-    let e = index[n];
-    let bad = |reason: &str| Error::CorruptBlock {
-        index: n as u64,
-        reason: reason.into(),
-    };
-    let rec = BlockRecord::read(input, block_size, n as u64)?
-        .ok_or_else(|| bad("the index points at the end tag"))?;
-    // Payload lengths are at most the block size, and the index placed the block inside the
-    // archive, so this allocation is bounded by both.
-    if rec.raw_len != e.raw_len || rec.stored_len() != e.stored_len as u64 {
-        return Err(bad("record disagrees with the index"));
-    }
-    let payload = Stream(&mut *input).payload(rec.payload_len() as usize, buffers)?;
-    Ok(Block {
-        n: n as u64,
-        raw_offset: e.raw_offset,
-        record: rec,
-        payload,
-    })
-}
-
-/// Decompresses the archive file `file` into `output`. A regular file is read from its start
-/// (whatever its cursor) through memory maps of a few megabytes at a time, so that blocks are
-/// decoded where the page cache holds them, or from its start with positioned reads when
-/// [`DecodeOptions::map`] is off; anything else, or a file that cannot be mapped, is read as a
-/// stream from its cursor.
-///
-/// Like every reader of mapped files, the process can be killed by SIGBUS if another process
-/// truncates the file while it is being decoded through maps.
-pub fn decode_file<W: Write + Send>(
-    file: &File,
-    output: W,
-    opts: &DecodeOptions,
-) -> Result<DecodeReport> {
-    on_threads(opts.threads, || decode_file_here(file, output, opts))
-}
-
-/// [`decode_file`] on the current thread pool.
-fn decode_file_here<W: Write + Send>(
-    file: &File,
-    output: W,
-    opts: &DecodeOptions,
-) -> Result<DecodeReport> {
-    let meta = file.metadata()?;
-    // Some regular files report no length (procfs, some FUSE file systems): `new` leaves
-    // those, like files that cannot be mapped, to be streamed.
-    let mapped = (meta.is_file() && opts.map)
-        .then(|| MappedFile::new(file, meta.len()))
-        .flatten();
-    let whole = DecodeOptions {
-        archive_len: Some(meta.len()),
-        ..*opts
-    };
-    match mapped {
-        Some(mapped) => decode_from(mapped, output, &whole, Some(reread(|| At::new(file)))),
-        None if !opts.map && meta.is_file() && meta.len() > 0 => {
-            let input = Stream(BufReader::with_capacity(64 << 10, At::new(file)?));
-            decode_from(input, output, &whole, Some(reread(|| At::new(file))))
-        }
-        None => {
-            let input = Stream(BufReader::with_capacity(64 << 10, file));
-            decode_from(input, output, opts, None)
-        }
-    }
-}
-
-/// Decompresses the archive `archive` (in memory, or a memory map of a file) into `output`,
-/// decoding its blocks where they lie instead of copying them out first.
-pub fn decode_slice<W: Write + Send>(
-    archive: &[u8],
-    output: W,
-    opts: &DecodeOptions,
-) -> Result<DecodeReport> {
-    let opts = DecodeOptions {
-        archive_len: Some(archive.len() as u64),
-        ..*opts
-    };
-    let again = reread(move || Ok(io::Cursor::new(archive)));
-    on_threads(opts.threads, || {
-        decode_from(archive, output, &opts, Some(again))
-    })
-}
-
-/// Decompresses the archive `archive` into a new buffer.
-pub fn decode_to_vec(archive: &[u8], opts: &DecodeOptions) -> Result<Vec<u8>> {
-    // The trailer's length is only a hint, and bounded: a corrupt one must not allocate.
-    let hint = Footer::read_from_end(&mut std::io::Cursor::new(archive), archive.len() as u64)
-        .map_or(0, |f| f.original_len.min(archive.len() as u64 * 4));
-    let mut out = Vec::with_capacity(hint as usize);
-    decode_slice(archive, &mut out, opts)?;
-    Ok(out)
-}
-
-/// The archive being decoded opened a second time (`open` gives a reader of it from its
-/// start), with the base: where a full decode reads the sources of repeated tensors. Built
-/// here, where archives are opened, and handed down to the decoder.
-fn reread<'r, R: Read + Seek + Send + 'r>(
-    open: impl FnOnce() -> io::Result<R> + Send + 'r,
-) -> Reread<'r> {
-    Box::new(move |base| {
-        let archive = Archive::open_with(open()?, base)?;
-        Ok(Box::new(Mutex::new(archive)) as Box<dyn OwnBytes + 'r>)
-    })
-}
-
-/// An archive opened a second time, reading the sources of its repeated tensors.
-impl<R: Read + Seek + Send> OwnBytes for Mutex<Archive<R>> {
-    fn read_own(&self, range: Range<u64>, out: &mut [u8]) -> Result<()> {
-        let mut archive = self
-            .lock()
-            .map_err(|_| Error::Io(io::Error::other("archive reader poisoned")))?;
-        archive.read_range_into(range, out)
     }
 }

@@ -95,6 +95,25 @@ pub enum Error {
     /// made. Says which file and tensor.
     #[error("{0} changed while it was being read")]
     Changed(String),
+    /// A file named to be read or written that cannot be: missing, refused, a folder, or (an
+    /// output not to be replaced) already there ([`crate::Location`], [`crate::Output`]).
+    #[error("{}", file_error(location, source, *writing))]
+    File {
+        /// The path or location, as it was named.
+        location: String,
+        /// Why, as the system says it.
+        source: io::Error,
+        /// Whether it was to be written.
+        writing: bool,
+    },
+    /// A base that cannot serve the archive that names it ([`crate::Location::open_base`]).
+    #[error("{error} (the archive needs the base {needed:?})")]
+    ForBase {
+        /// Why the base cannot be used.
+        error: Box<Error>,
+        /// The base's file or folder name, as recorded when the archive was made.
+        needed: String,
+    },
     /// A run over a folder or several files ([`crate::folder`]) cannot go ahead as planned:
     /// two outputs meet, an output would replace a file the run reads, there is nothing to do,
     /// a folder cannot be read. Said before anything is written.
@@ -125,6 +144,15 @@ fn base_mismatch(given: &str, needed: &str, reason: &str) -> String {
         false => format!(
             "the base {given:?} is not the base {needed:?} this was coded against: {reason}"
         ),
+    }
+}
+
+/// The text of [`Error::File`]: what the kind says plainly, else the system's reason.
+fn file_error(location: &str, source: &io::Error, writing: bool) -> String {
+    match source.kind() {
+        _ if writing => format!("cannot create {location}: {source}"),
+        io::ErrorKind::IsADirectory => format!("{location} is a directory"),
+        _ => format!("cannot open {location}: {source}"),
     }
 }
 
@@ -277,7 +305,9 @@ impl From<Error> for io::Error {
             | Error::NoSuchTensor(_)
             | Error::BaseNeeded { .. }
             | Error::BaseMismatch { .. }
-            | Error::BadBase { .. } => io::Error::new(io::ErrorKind::InvalidInput, e),
+            | Error::BadBase { .. }
+            | Error::ForBase { .. } => io::Error::new(io::ErrorKind::InvalidInput, e),
+            Error::File { ref source, .. } => io::Error::new(source.kind(), e),
             // Not `Interrupted`, which readers and writers retry.
             Error::Cancelled => io::Error::other(e),
             e => io::Error::new(io::ErrorKind::InvalidData, e),

@@ -62,6 +62,14 @@
 //! # Ok::<(), sc::Error>(())
 //! ```
 //!
+//! # From a path, a remote location or bytes
+//!
+//! [`Location`] names where an archive is (or an output goes), and [`OpenOptions`] how it is
+//! opened: base, remote options, memory, threads. [`Archive::open_at`] opens one for random
+//! access, [`Source::open`] and [`Source::decode`] decode one whole, [`inspect_at`] describes
+//! one, and [`Output`] writes a file atomically or uploads, refusing an existing one unless
+//! told to overwrite it. The command line and the Python package go through these.
+//!
 //! Every failure is an [`Error`] naming the problem; no input, however corrupt, makes the
 //! library panic, hang or allocate beyond what the input's real size allows.
 
@@ -146,6 +154,7 @@ mod inspect;
 #[cfg(feature = "lab")]
 pub mod lab;
 mod names;
+mod open;
 pub mod output;
 #[cfg(feature = "remote")]
 pub mod remote;
@@ -185,6 +194,9 @@ pub use derive::{verify_derives, TensorDerivation};
 pub use error::{Error, HeaderError, Result, TensorProblem};
 pub use inspect::{inspect, ArchiveInfo, CodecUse, Reference, TransformUse};
 pub use names::closest_names;
+pub use open::{
+    inspect_at, worker_threads, Committed, Decoded, Location, OpenOptions, Output, Source,
+};
 pub use pipeline::decode::{decode, DecodeOptions, DecodeReport};
 pub use pipeline::encode::{encode, encode_file, encode_to_vec, EncodeOptions, EncodeReport};
 pub use pipeline::{

@@ -73,11 +73,22 @@ pub fn decode_url<W: Write + Send>(
     opts: &DecodeOptions,
     remote: &RemoteOptions,
 ) -> Result<(DecodeReport, RemoteStats)> {
+    // The decode's token stops the reader's waits too.
+    let mut remote = remote.clone();
+    remote.cancel = remote.cancel.or_else(|| opts.cancel.cloned());
+    decode_remote(RemoteFile::open(url, &remote)?, output, opts)
+}
+
+/// [`decode_url`] of the remote file `file`, opened already.
+pub(crate) fn decode_remote<W: Write + Send>(
+    file: RemoteFile,
+    output: W,
+    opts: &DecodeOptions,
+) -> Result<(DecodeReport, RemoteStats)> {
     on_threads(opts.threads, || {
-        // The decode's token stops the reader's waits too.
-        let mut remote = remote.clone();
-        remote.cancel = remote.cancel.or_else(|| opts.cancel.cloned());
-        let mut archive = Archive::open_url_with(url, opts.base.cloned(), &remote)?;
+        let prefetch = file.prefetch();
+        let mut archive = Archive::open_with(file, opts.base.cloned())?;
+        archive.set_prefetch(prefetch);
         fit_memory(&mut archive, opts.memory)?;
         let mut out = Hashing {
             out: output,

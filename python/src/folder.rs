@@ -3,8 +3,8 @@
 //! `sc decode DIR -o OUT` do, each output written as the package writes its files.
 
 use super::{
-    base_for, decode_to, encode_options, open, remote, run_stoppable, stoppable, thread_pool,
-    write_atomically, Failure, Res, ScError, Threads,
+    base_for, decode_to, encode_options, open_options, open_options_until, remote, run_stoppable,
+    stoppable, thread_pool, write_to, Failure, Res, ScError, Threads,
 };
 use pyo3::prelude::*;
 use sc::folder::{Given, Job, Naming, Note, Outcome, Steps, Summary};
@@ -20,23 +20,12 @@ fn write_output<T>(
     stop: &AtomicBool,
     write: impl FnOnce(&mut (dyn Write + Send)) -> Res<T>,
 ) -> Res<T> {
-    if let Some(url) = dst.to_str().filter(|s| sc::remote::is_url(s)) {
-        return remote::encode_to_url(url, overwrite, |w| write(&mut stoppable(w, stop)));
-    }
-    let mut out = None;
-    write_atomically(dst, overwrite, |w| {
-        out = Some(write(&mut stoppable(w, stop))?);
-        Ok(())
-    })?;
-    out.ok_or_else(|| Failure::Py(ScError::new_err("writing did not finish")))
+    write_to(dst, overwrite, |w| write(&mut stoppable(w, stop)))
 }
 
 /// Copies the file or remote object of `job` as it is; returns the bytes copied.
 fn copy(job: &Job, overwrite: bool, stop: &AtomicBool) -> Res<u64> {
-    let mut src: Box<dyn io::Read> = match job.src.to_str().filter(|s| sc::remote::is_url(s)) {
-        Some(url) => Box::new(sc::remote::RemoteFile::open(url, &remote::options())?),
-        None => Box::new(open(&job.src)?),
-    };
+    let mut src = sc::Source::open(&sc::Location::parse(&job.src), &open_options())?;
     write_output(&job.dest, overwrite, stop, |w| {
         Ok(io::copy(&mut src, w).map_err(sc::Error::from)?)
     })
@@ -126,12 +115,15 @@ pub fn compress_folder(
         let base = base_for(base.as_deref(), None)?;
         // Any file may hold repeated tensors, which take the memory of references.
         let needed = sc::memory_needed_with_references(opts.block_size);
+        let cancel = sc::Cancel::from_flag(stop.clone());
         let code = |job: &Job, memory: u64| {
             let own = job.base.as_deref().map(sc::Base::open).transpose()?;
-            let f = open(&job.src)?;
+            let at = sc::Location::parse(&job.src);
+            let f = sc::Source::open(&at, &open_options_until(&cancel))?.to_file()?;
             let opts = sc::EncodeOptions {
                 base: own.as_ref().or(base.as_ref()),
                 memory,
+                cancel: Some(&cancel),
                 ..opts
             };
             let r = write_output(&job.dest, overwrite, stop, |w| {
@@ -160,7 +152,8 @@ pub fn decompress_folder(
 ) -> PyResult<()> {
     let pool = thread_pool(threads)?;
     run_stoppable(py, pool.as_deref(), Some(&src), |stop| {
-        let jobs = match src.to_str().filter(|s| sc::remote::is_url(s)) {
+        let at = sc::Location::parse(&src);
+        let jobs = match at.url() {
             Some(url) => {
                 let prefix = match url.ends_with('/') {
                     true => url.to_string(),
@@ -175,7 +168,7 @@ pub fn decompress_folder(
         };
         let code = |job: &Job, _memory: u64| {
             let r = write_output(&job.dest, overwrite, stop, |w| {
-                decode_to(&job.src, w, check_md5, base.as_deref())
+                decode_to(&job.src, w, check_md5, base.as_deref(), stop)
             })?;
             Ok((r.archive_len, r.original_len))
         };

@@ -6,6 +6,7 @@
 //! library errors into `sc.ScError` and a panic into an exception instead of an abort.
 
 mod folder;
+mod reader;
 mod remote;
 
 use pyo3::buffer::PyBuffer;
@@ -13,9 +14,8 @@ use pyo3::exceptions::{PyOSError, PyOverflowError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict};
 use rayon::ThreadPool;
-use sc::output::OutputFile;
-use std::fs::File;
-use std::io::{self, BufReader, BufWriter, Cursor, Read, Seek, SeekFrom, Write};
+use reader::Reader;
+use std::io::{self, BufWriter, Read, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -52,6 +52,14 @@ impl Failure {
             // The package's way to give a missing base, as the command line names --base.
             Failure::Sc(e @ sc::Error::BaseNeeded { .. }) => {
                 Failure::Noted(e, " (give it with base=)".into()).into_py(context)
+            }
+            // A file that cannot be opened or made is an OSError naming it, as `open()` raises.
+            Failure::Sc(sc::Error::File {
+                location, source, ..
+            }) => Failure::Os(source, location.into()).into_py(context),
+            Failure::Sc(sc::Error::ForBase { error, needed }) => {
+                let note = format!(" (the archive needs the base {needed:?})");
+                Failure::Noted(*error, note).into_py(context)
             }
             // A remote error names its location itself.
             Failure::Sc(e @ sc::Error::Remote { .. }) => {
@@ -237,356 +245,46 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Threads {
 /// A pool of `threads` threads, capped to the cores as the command line caps `-T`, or `None`
 /// for rayon's global pool (all cores) when `threads` is absent or 0.
 fn thread_pool(threads: Option<Threads>) -> PyResult<Option<Arc<ThreadPool>>> {
-    let cores = std::thread::available_parallelism().map_or(1, usize::from);
     match threads {
         None | Some(Threads(0)) => Ok(None),
         Some(Threads(n)) => rayon::ThreadPoolBuilder::new()
-            .num_threads(n.min(cores))
+            .num_threads(sc::worker_threads(n))
             .build()
             .map(|p| Some(Arc::new(p)))
             .map_err(|e| ScError::new_err(format!("cannot start worker threads: {e}"))),
     }
 }
 
-fn open(path: &Path) -> Res<File> {
-    let f = File::open(path).map_err(|e| Failure::Os(e, path.into()))?;
-    let meta = f.metadata().map_err(|e| Failure::Os(e, path.into()))?;
-    if meta.is_dir() {
-        return Err(Failure::Os(io::Error::from_raw_os_error(21), path.into()));
-    }
-    Ok(f)
+/// How the package opens archives and outputs: its remote options
+/// (`sc.remote_options()`), the default memory.
+fn open_options() -> sc::OpenOptions {
+    let mut o = sc::OpenOptions::default();
+    o.remote = remote::options();
+    o
 }
 
-/// Opens the base at `path`; `needed` gives the name of the base the archive to be read
-/// needs, for the message when this one cannot serve. A missing path is an `OSError`, as for
-/// any file.
-fn open_base(path: &Path, needed: impl FnOnce() -> Option<String>) -> Res<sc::Base> {
+/// [`open_options`], stopped by `cancel` (a long call interrupted by Ctrl-C).
+fn open_options_until(cancel: &sc::Cancel) -> sc::OpenOptions {
+    let mut o = open_options();
+    o.cancel = Some(cancel.clone());
+    o
+}
+
+/// Opens the base at `path` for the archive at `archive` (`None` when the base is for
+/// encoding): the error says which base the archive needs. A missing path is an `OSError`, as
+/// for any file.
+fn open_base(path: &Path, archive: Option<&sc::Location>) -> Res<sc::Base> {
     std::fs::metadata(path).map_err(|e| Failure::Os(e, path.into()))?;
-    sc::Base::open(path).map_err(|e| match needed() {
-        Some(n) => Failure::Noted(e, format!(" (the archive needs the base {n:?})")),
-        None => e.into(),
+    Ok(match archive {
+        Some(a) => a.open_base(path)?,
+        None => sc::Base::open(path)?,
     })
 }
 
-/// The name of the base the archive read from `input` needs, if it is one that needs one.
-fn needed_base(input: impl Read + Seek + Send) -> Option<String> {
-    let archive = sc::Archive::open(input).ok()?;
-    archive.base_name().map(str::to_string)
-}
-
-/// The base given as `base` (a path), opened for the archive file `archive` (`None` when the
+/// The base given as `base` (a path), opened for the archive at `archive` (`None` when the
 /// base is for encoding).
-fn base_for(base: Option<&Path>, archive: Option<&Path>) -> Res<Option<sc::Base>> {
-    base.map(|b| open_base(b, || needed_base(File::open(archive?).ok()?)))
-        .transpose()
-}
-
-/// Where an open archive's bytes come from.
-enum Source {
-    File(BufReader<File>),
-    Memory(Cursor<Vec<u8>>),
-}
-
-impl Read for Source {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Source::File(f) => f.read(buf),
-            Source::Memory(m) => m.read(buf),
-        }
-    }
-}
-
-impl Seek for Source {
-    fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
-        match self {
-            Source::File(f) => f.seek(pos),
-            Source::Memory(m) => m.seek(pos),
-        }
-    }
-}
-
-/// An open archive: a local one (file or memory) or a remote one.
-enum Opened {
-    Local(sc::Archive<Source>),
-    Remote(sc::Archive<sc::remote::RemoteFile>),
-}
-
-/// Evaluates `$body` with `$a` bound to the archive inside `$opened`, whichever kind it is.
-macro_rules! each {
-    ($opened:expr, $a:ident => $body:expr) => {
-        match $opened {
-            Opened::Local($a) => $body,
-            Opened::Remote($a) => $body,
-        }
-    };
-}
-
-/// A tensor as Python sees it: name, dtype, shape, and its bytes' start and end in the original
-/// file.
-type TensorRow = (String, String, Vec<u64>, u64, u64);
-
-/// An archive opened for reading tensors (`sc.safe_open` and the `load` functions use it).
-#[pyclass(module = "sc._sc")]
-struct Reader {
-    archive: Mutex<Option<Opened>>,
-    pool: Option<Arc<ThreadPool>>,
-    /// The file or location, for error messages (`None` for archives in memory).
-    path: Option<PathBuf>,
-    /// What reading a remote archive has cost so far.
-    cost: Mutex<remote::Cost>,
-}
-
-impl Reader {
-    fn with<T: Send>(
-        &self,
-        py: Python<'_>,
-        f: impl FnOnce(&mut Opened) -> Res<T> + Send,
-    ) -> PyResult<T> {
-        run(py, self.pool.as_deref(), self.path.as_deref(), || {
-            let mut guard = self.archive.lock().unwrap_or_else(|e| e.into_inner());
-            let Some(opened) = guard.as_mut() else {
-                return Err(invalid("the archive is closed".into()));
-            };
-            let before = match &*opened {
-                Opened::Remote(a) => Some(a.remote_stats()),
-                Opened::Local(_) => None,
-            };
-            let start = Instant::now();
-            let out = f(&mut *opened);
-            if let (Some(before), Opened::Remote(a)) = (before, &*opened) {
-                let c = remote::Cost::of(remote::delta(before, a.remote_stats()), start.elapsed());
-                self.cost.lock().unwrap_or_else(|e| e.into_inner()).add(c);
-                remote::record(c);
-            }
-            out
-        })
-    }
-}
-
-#[pymethods]
-impl Reader {
-    /// Opens `source`, a path, a remote location (`http://`, `https://`, `s3://`) or the bytes
-    /// of an archive, reading its header, index and trailer; `threads` decoding threads
-    /// (default: all cores); `base`, the path of the base an archive of a fine-tune is coded
-    /// against.
-    #[new]
-    #[pyo3(signature = (source, threads=None, base=None))]
-    fn new(
-        py: Python<'_>,
-        source: &Bound<'_, PyAny>,
-        threads: Option<Threads>,
-        base: Option<PathBuf>,
-    ) -> PyResult<Self> {
-        let pool = thread_pool(threads)?;
-        let (input, path) = match source.cast::<PyBytes>() {
-            Ok(b) => (Err(b.as_bytes().to_vec()), None),
-            Err(_) => {
-                let p: PathBuf = source.extract()?;
-                (Ok(p.clone()), Some(p))
-            }
-        };
-        let remote = path.as_deref().filter(|p| remote::is_url_path(p));
-        if let Some(url) = remote.and_then(Path::to_str) {
-            let (archive, cost) = run(py, None, path.as_deref(), || {
-                let start = Instant::now();
-                let base = base_for(base.as_deref(), None)?;
-                let opts = remote::options();
-                let a = match base {
-                    Some(b) => sc::Archive::open_url_with_base(url, b, &opts)?,
-                    None => sc::Archive::open_url(url, &opts)?,
-                };
-                let cost = remote::Cost::of(a.remote_stats(), start.elapsed());
-                remote::record(cost);
-                Ok((a, cost))
-            })?;
-            return Ok(Reader {
-                archive: Mutex::new(Some(Opened::Remote(archive))),
-                pool,
-                path,
-                cost: Mutex::new(cost),
-            });
-        }
-        let archive = run(py, None, path.as_deref(), || {
-            let source = match input {
-                Ok(p) => Source::File(BufReader::with_capacity(64 << 10, open(&p)?)),
-                Err(bytes) => Source::Memory(Cursor::new(bytes)),
-            };
-            let base = match &source {
-                Source::File(_) => base_for(base.as_deref(), path.as_deref())?,
-                Source::Memory(m) => {
-                    let needed = || needed_base(Cursor::new(m.get_ref().as_slice()));
-                    base.as_deref().map(|b| open_base(b, needed)).transpose()?
-                }
-            };
-            Ok(match base {
-                Some(b) => sc::Archive::open_with_base(source, b)?,
-                None => sc::Archive::open(source)?,
-            })
-        })?;
-        Ok(Reader {
-            archive: Mutex::new(Some(Opened::Local(archive))),
-            pool,
-            path,
-            cost: Mutex::new(remote::Cost::default()),
-        })
-    }
-
-    /// The tensors as (name, dtype, shape, start, end), ordered by where their bytes lie in the
-    /// original file (start and end are offsets in it); empty for a generic archive.
-    fn tensors(&self, py: Python<'_>) -> PyResult<Vec<TensorRow>> {
-        self.with(py, |o| {
-            each!(o, a => Ok(a
-                .tensors()
-                .iter()
-                .map(|t| {
-                    let r = a.tensor_range(t);
-                    (
-                        t.name.clone(),
-                        t.dtype_name.clone(),
-                        t.shape.clone(),
-                        r.start,
-                        r.end,
-                    )
-                })
-                .collect()))
-        })
-    }
-
-    /// The kept safetensors header's JSON text, or None for a generic archive.
-    fn header_json(&self, py: Python<'_>) -> PyResult<Option<String>> {
-        self.with(
-            py,
-            |o| each!(o, a => Ok(a.header_json().map(str::to_string))),
-        )
-    }
-
-    /// The kept header's metadata: a safetensors header's `__metadata__`, a GGUF header's
-    /// key-values (values that are not strings as their JSON text), or None.
-    fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
-        // Made once within the archive, without the GIL; the dict is then built from it, not
-        // from a copy (a tokenizer's vocabulary as text is megabytes).
-        self.with(py, |o| each!(o, a => Ok(a.metadata().is_some())))?;
-        let guard = self.archive.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(opened) = guard.as_ref() else {
-            return Err(PyValueError::new_err("the archive is closed"));
-        };
-        let Some(meta) = each!(opened, a => a.metadata()) else {
-            return Ok(None);
-        };
-        let d = PyDict::new(py);
-        for (k, v) in meta {
-            d.set_item(k, v)?;
-        }
-        Ok(Some(d))
-    }
-
-    /// Archive facts: the original's kind ("safetensors", "gguf" or "generic"), mode, block
-    /// size, blocks, archive and original lengths, and the name of the base it is coded
-    /// against (or None).
-    fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let (kind, mode, block_size, blocks, archive_len, original_len, base) =
-            self.with(py, |o| {
-                each!(o, a => Ok((
-                    a.kind().name(),
-                    a.mode().name(),
-                    a.block_size(),
-                    a.blocks(),
-                    a.archive_len(),
-                    a.original_len(),
-                    a.base_name().map(str::to_string),
-                )))
-            })?;
-        let d = PyDict::new(py);
-        d.set_item("kind", kind)?;
-        d.set_item("mode", mode)?;
-        d.set_item("block_size", block_size)?;
-        d.set_item("blocks", blocks)?;
-        d.set_item("archive_len", archive_len)?;
-        d.set_item("original_len", original_len)?;
-        d.set_item("base", base)?;
-        Ok(d)
-    }
-
-    /// What has been read and decoded since the archive was opened; for a remote archive, also
-    /// the requests made, bytes fetched and seconds spent waiting on the network and decoding.
-    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let (s, remote) = self.with(py, |o| {
-            Ok((each!(o, a => a.stats()), matches!(o, Opened::Remote(_))))
-        })?;
-        let d = PyDict::new(py);
-        if remote {
-            let cost = *self.cost.lock().unwrap_or_else(|e| e.into_inner());
-            cost.set_items(&d)?;
-        }
-        d.set_item("blocks_decoded", s.blocks_decoded)?;
-        d.set_item("bytes_decoded", s.bytes_decoded)?;
-        d.set_item("block_bytes_read", s.block_bytes_read)?;
-        d.set_item("archive_bytes_read", s.archive_bytes_read)?;
-        Ok(d)
-    }
-
-    /// Decodes bytes `ranges[k]` of the original file into `buffers[k]` (writable, contiguous,
-    /// exactly as long as its range). Ranges must not overlap; all of them are decoded in one
-    /// parallel pass over their blocks, each block wholly inside one buffer straight into it.
-    fn read_into(
-        &self,
-        py: Python<'_>,
-        ranges: Vec<(u64, u64)>,
-        buffers: Vec<PyBuffer<u8>>,
-    ) -> PyResult<()> {
-        let targets = writable_targets(&ranges, &buffers).map_err(|e| e.into_py(None))?;
-        self.with(py, move |o| {
-            // SAFETY: each buffer is writable and C-contiguous, stays exported (so its memory
-            // stays put) while `buffers` lives, and no two of them overlap (checked above).
-            let mut parts: Vec<(u64, &mut [u8])> = targets
-                .into_iter()
-                .map(|(start, ptr, len)| unsafe {
-                    (start, std::slice::from_raw_parts_mut(ptr as *mut u8, len))
-                })
-                .collect();
-            Ok(each!(o, a => a.read_ranges_into(&mut parts))?)
-        })
-    }
-
-    /// Releases the file; later calls raise.
-    fn close(&self) {
-        let mut guard = self.archive.lock().unwrap_or_else(|e| e.into_inner());
-        *guard = None;
-    }
-}
-
-/// Checks the buffers against their ranges and returns (start, address, length) per buffer,
-/// sorted by start.
-fn writable_targets(
-    ranges: &[(u64, u64)],
-    buffers: &[PyBuffer<u8>],
-) -> Res<Vec<(u64, usize, usize)>> {
-    if ranges.len() != buffers.len() {
-        return Err(invalid("one buffer is needed per range".into()));
-    }
-    let mut targets = Vec::with_capacity(ranges.len());
-    for (&(start, end), b) in ranges.iter().zip(buffers) {
-        if b.readonly() || !b.is_c_contiguous() {
-            return Err(invalid("buffers must be writable and contiguous".into()));
-        }
-        if end < start || end - start != b.len_bytes() as u64 {
-            return Err(invalid(format!(
-                "a buffer of {} bytes for bytes {start}..{end}",
-                b.len_bytes()
-            )));
-        }
-        if end > start {
-            targets.push((start, b.buf_ptr() as usize, b.len_bytes()));
-        }
-    }
-    // The library takes the ranges in order and refuses overlaps.
-    targets.sort_unstable();
-    let mut by_address: Vec<(usize, usize)> = targets.iter().map(|t| (t.1, t.2)).collect();
-    by_address.sort_unstable();
-    if by_address.windows(2).any(|w| w[0].0 + w[0].1 > w[1].0) {
-        return Err(invalid("buffers share memory".into()));
-    }
-    Ok(targets)
+fn base_for(base: Option<&Path>, archive: Option<&sc::Location>) -> Res<Option<sc::Base>> {
+    base.map(|b| open_base(b, archive)).transpose()
 }
 
 fn mode_of(mode: &str) -> PyResult<sc::Mode> {
@@ -642,25 +340,27 @@ fn encode_options(
     Ok(opts)
 }
 
-/// Writes `dst` as the command line writes its outputs ([`sc::output`]): through a temporary
-/// file beside it (with the umask's mode), renamed into place only once `write` succeeded; an
-/// existing FIFO or character device in place; a symbolic link's target. Without `overwrite`,
-/// an existing file is an error.
-fn write_atomically(
+/// Writes `dst` (a file, through a temporary file renamed into place once complete, or a
+/// remote location, uploaded) with `write`; without `overwrite`, an existing one is refused.
+/// A failure leaves nothing behind.
+fn write_to<T>(
     dst: &Path,
     overwrite: bool,
-    write: impl FnOnce(&mut BufWriter<&mut OutputFile>) -> Res<()>,
-) -> Res<()> {
-    let os = |e: io::Error| Failure::Os(e, dst.into());
-    let mut out = OutputFile::create(dst, overwrite).map_err(os)?;
-    {
+    write: impl FnOnce(&mut BufWriter<&mut sc::Output>) -> Res<T>,
+) -> Res<T> {
+    let start = Instant::now();
+    let mut out = sc::Output::create(&sc::Location::parse(dst), overwrite, &open_options())?;
+    let made = {
         let mut w = BufWriter::with_capacity(1 << 20, &mut out);
-        write(&mut w)?;
+        let made = write(&mut w)?;
         // Write errors name the destination.
         w.flush().map_err(sc::Error::from)?;
+        made
+    };
+    if let sc::Committed::Upload(sent) = out.commit(false)? {
+        remote::record(remote::Cost::of(sent, start.elapsed()));
     }
-    out.commit(false).map_err(os)?;
-    Ok(())
+    Ok(made)
 }
 
 /// Reads Python buffers one after the other.
@@ -725,18 +425,10 @@ fn encode_parts(
             next: 0,
         };
         match &dst {
-            Some(d) if remote::is_url_path(d) => {
-                let url = d.to_str().unwrap_or_default();
-                remote::encode_to_url(url, overwrite, |w| {
-                    sc::encode(input(), stoppable(w, stop), &opts)?;
-                    Ok(None)
-                })
-            }
-            Some(d) => write_atomically(d, overwrite, |w| {
+            Some(d) => write_to(d, overwrite, |w| {
                 sc::encode(input(), stoppable(w, stop), &opts)?;
-                Ok(())
-            })
-            .map(|()| None),
+                Ok(None)
+            }),
             None => {
                 let mut out = Vec::new();
                 sc::encode(input(), stoppable(&mut out, stop), &opts)?;
@@ -771,27 +463,22 @@ fn compress_file<'py>(
         let cancel = sc::Cancel::from_flag(stop.clone());
         // A remote source is copied to a temporary file first: finding repeated tensors
         // reads the input twice.
-        let f = match src.to_str().filter(|s| sc::remote::is_url(s)) {
-            Some(url) => remote::spool(url, &cancel)?,
-            None => open(&src)?,
-        };
+        let start = Instant::now();
+        let mut source =
+            sc::Source::open(&sc::Location::parse(&src), &open_options_until(&cancel))?;
+        let f = source.to_file()?;
+        if let Some(s) = source.remote_stats() {
+            remote::record(remote::Cost::of(s, start.elapsed()));
+        }
         let base = base_for(base.as_deref(), None)?;
         let opts = sc::EncodeOptions {
             base: base.as_ref(),
             cancel: Some(&cancel),
             ..opts
         };
-        if let Some(url) = dst.to_str().filter(|s| sc::remote::is_url(s)) {
-            return remote::encode_to_url(url, overwrite, |w| {
-                Ok(sc::encode_file(&f, stoppable(w, stop), &opts)?)
-            });
-        }
-        let mut report = None;
-        write_atomically(&dst, overwrite, |w| {
-            report = Some(sc::encode_file(&f, stoppable(w, stop), &opts)?);
-            Ok(())
-        })?;
-        report.ok_or_else(|| Failure::Py(ScError::new_err("encoding did not finish")))
+        write_to(&dst, overwrite, |w| {
+            Ok(sc::encode_file(&f, stoppable(w, stop), &opts)?)
+        })
     })?;
     let d = PyDict::new(py);
     d.set_item("original_len", report.original_len)?;
@@ -820,12 +507,10 @@ fn decode_to(
     stop: &Arc<AtomicBool>,
 ) -> Res<sc::DecodeReport> {
     let cancel = sc::Cancel::from_flag(stop.clone());
-    if let Some(url) = src.to_str().filter(|s| sc::remote::is_url(s)) {
-        let base = base_for(base, None)?;
-        return remote::decode_url(url, out, check_md5, base.as_ref(), &cancel);
-    }
-    let f = open(src)?;
-    let base = base_for(base, Some(src))?;
+    let at = sc::Location::parse(src);
+    let start = Instant::now();
+    let source = sc::Source::open(&at, &open_options_until(&cancel))?;
+    let base = base_for(base, Some(&at))?;
     // Positioned reads, not maps: another process truncating the archive must give an
     // error, not kill the interpreter with SIGBUS.
     let opts = sc::DecodeOptions {
@@ -835,7 +520,11 @@ fn decode_to(
         cancel: Some(&cancel),
         ..Default::default()
     };
-    Ok(sc::decode_file(&f, out, &opts)?)
+    let decoded = source.decode(out, &opts)?;
+    if let Some(s) = decoded.remote {
+        remote::record(remote::Cost::of(s, start.elapsed()));
+    }
+    Ok(decoded.report)
 }
 
 fn decode_report<'py>(py: Python<'py>, r: &sc::DecodeReport) -> PyResult<Bound<'py, PyDict>> {
@@ -863,13 +552,9 @@ fn decompress_file<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let pool = thread_pool(threads)?;
     let report = run_stoppable(py, pool.as_deref(), Some(&src), |stop| {
-        let mut report = None;
-        write_atomically(&dst, overwrite, |w| {
-            let w = stoppable(w, stop);
-            report = Some(decode_to(&src, w, check_md5, base.as_deref(), stop)?);
-            Ok(())
-        })?;
-        report.ok_or_else(|| Failure::Py(ScError::new_err("decoding did not finish")))
+        write_to(&dst, overwrite, |w| {
+            decode_to(&src, stoppable(w, stop), check_md5, base.as_deref(), stop)
+        })
     })?;
     decode_report(py, &report)
 }
@@ -908,7 +593,7 @@ fn verify_derives<'py>(
 ) -> PyResult<Vec<Bound<'py, PyDict>>> {
     let report = run(py, None, Some(&quant), || {
         let base = sc::Base::open(&seed)?;
-        let file = File::open(&quant).map_err(|e| Failure::Os(e, quant.clone()))?;
+        let file = std::fs::File::open(&quant).map_err(|e| Failure::Os(e, quant.clone()))?;
         let len = file.metadata().map_err(sc::Error::from)?.len();
         Ok(sc::verify_derives(&base, &file, len)?)
     })?;

@@ -2,19 +2,13 @@
 //! through the library's `remote` module, and the process's running totals of what they cost
 //! (`sc.stats()`).
 
-use super::{run, Failure, Res, ScError};
+use super::{run, ScError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use sc::remote::{RemoteFile, RemoteOptions, RemoteStats};
-use std::io::{self, Read, Write};
-use std::path::Path;
+use std::io::Read;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
-
-/// Whether `s` names a remote location rather than a local path.
-pub fn is_url_path(p: &Path) -> bool {
-    p.to_str().is_some_and(sc::remote::is_url)
-}
 
 /// What remote reads and writes cost: requests, bytes moved, time waiting on the network and
 /// time decoding (or encoding) besides.
@@ -160,7 +154,7 @@ pub fn stats(py: Python<'_>, reset: bool) -> PyResult<Bound<'_, PyDict>> {
 /// Whether `s` names a remote location (`http://`, `https://`, `s3://`).
 #[pyfunction]
 pub fn is_url(s: &str) -> bool {
-    sc::remote::is_url(s)
+    sc::Location::url_in(std::path::Path::new(s)).is_some()
 }
 
 /// The objects under the prefix `prefix` (`s3://bucket/folder/`), recursively, as (location,
@@ -229,78 +223,4 @@ pub fn remote_error(e: &sc::Error) -> Option<PyErr> {
         reason.clone(),
         location.clone(),
     )))
-}
-
-/// Writes a new object at `dst` with `write`, uploaded as it is written and visible only once
-/// complete (an error aborts the upload); without `overwrite`, an existing object is an error.
-pub fn encode_to_url<T>(
-    dst: &str,
-    overwrite: bool,
-    write: impl FnOnce(&mut io::BufWriter<&mut sc::remote::Upload>) -> Res<T>,
-) -> Res<T> {
-    let start = Instant::now();
-    if !overwrite && sc::remote::Upload::exists(dst, &options())? {
-        return Err(Failure::Py(pyo3::exceptions::PyFileExistsError::new_err((
-            17,
-            "File exists",
-            dst.to_string(),
-        ))));
-    }
-    // Without `overwrite`, the upload also refuses to complete over an object that appeared
-    // while it was sent.
-    let mut upload = match overwrite {
-        true => sc::remote::Upload::create(dst, &options())?,
-        false => sc::remote::Upload::create_new(dst, &options())?,
-    };
-    let out = {
-        let mut w = io::BufWriter::with_capacity(8 << 20, &mut upload);
-        let out = write(&mut w)?;
-        w.flush().map_err(sc::Error::from)?;
-        out
-    };
-    let sent = upload.finish()?;
-    record(Cost::of(sent, start.elapsed()));
-    Ok(out)
-}
-
-/// The remote options, stopped by `cancel`.
-fn options_until(cancel: &sc::Cancel) -> RemoteOptions {
-    let mut o = options();
-    o.cancel = Some(cancel.clone());
-    o
-}
-
-/// The object at `src` copied into an unnamed temporary file (for encoding, which finds
-/// repeated tensors by reading its input twice), until `cancel` is set.
-pub fn spool(src: &str, cancel: &sc::Cancel) -> Res<std::fs::File> {
-    let start = Instant::now();
-    let f = RemoteFile::open(src, &options_until(cancel))?;
-    let mut tmp = tempfile::tempfile().map_err(sc::Error::from)?;
-    // Large reads: each refill is one range request.
-    let mut r = io::BufReader::with_capacity(16 << 20, f);
-    io::copy(&mut r, &mut tmp).map_err(sc::Error::from)?;
-    record(Cost::of(r.get_ref().stats(), start.elapsed()));
-    Ok(tmp)
-}
-
-/// Decodes the remote archive `src` into `out`, checking every block (and the recorded MD5
-/// with `check_md5`), until `cancel` is set.
-pub fn decode_url(
-    src: &str,
-    out: impl Write + Send,
-    check_md5: bool,
-    base: Option<&sc::Base>,
-    cancel: &sc::Cancel,
-) -> Res<sc::DecodeReport> {
-    let start = Instant::now();
-    let opts = sc::DecodeOptions {
-        check_md5,
-        base,
-        map: false,
-        cancel: Some(cancel),
-        ..Default::default()
-    };
-    let (report, s) = sc::decode_url(src, out, &opts, &options_until(cancel))?;
-    record(Cost::of(s, start.elapsed()));
-    Ok(report)
 }

@@ -7,15 +7,10 @@ use super::{
 };
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use sc::remote::RemoteFile;
-use sc::{Archive, Kind, StoredBytes};
+use sc::{Archive, Kind, Location, Source, StoredBytes};
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::fs::File;
 
-/// What an archive is read from: a file or a remote location.
-trait Reader: std::io::Read + std::io::Seek + Send {}
-impl<R: std::io::Read + std::io::Seek + Send> Reader for R {}
 use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
@@ -47,64 +42,16 @@ pub(super) struct ExtractArgs {
     pub(super) common: Common,
 }
 
-/// An archive opened for random access: a file, or a remote location.
-enum Opened {
-    File(Archive<File>),
-    Remote(Archive<RemoteFile>),
-}
-
-/// Runs `$body` with `$archive` bound to the archive `$opened` holds, whichever reader it has.
-macro_rules! with_archive {
-    ($opened:expr, $archive:ident => $body:expr) => {
-        match $opened {
-            Opened::File($archive) => $body,
-            Opened::Remote($archive) => $body,
-        }
-    };
-}
-
 /// Opens `path` (or the location it names) for random access, against `base` if given; it
 /// must be an archive of a safetensors or GGUF file.
-fn open(path: &Path, base: Option<sc::Base>) -> Result<Opened> {
+fn open(path: &Path, base: Option<sc::Base>) -> Result<Archive<Source>> {
     if is_stdio(path) {
         bail!("reading tensors needs a seekable archive file, not stdin");
     }
-    let opened = match super::url_of(path) {
-        Some(url) => {
-            let opts = super::remote_options();
-            match base {
-                Some(base) => Archive::open_url_with_base(url, base, &opts),
-                None => Archive::open_url(url, &opts),
-            }
-            .map(Opened::Remote)?
-        }
-        None => {
-            let f = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-            match base {
-                Some(base) => Archive::open_with_base(f, base),
-                None => Archive::open(f),
-            }
-            .map(Opened::File)
-            .with_context(|| format!("reading {}", path.display()))?
-        }
-    };
-    with_archive!(opened, archive => with_tensors(path, archive).map(Opened::from))
-}
-
-impl From<Archive<File>> for Opened {
-    fn from(a: Archive<File>) -> Opened {
-        Opened::File(a)
-    }
-}
-
-impl From<Archive<RemoteFile>> for Opened {
-    fn from(a: Archive<RemoteFile>) -> Opened {
-        Opened::Remote(a)
-    }
-}
-
-/// `archive`, if it holds a file with tensors (safetensors or GGUF).
-fn with_tensors<R: Reader>(path: &Path, archive: Archive<R>) -> Result<Archive<R>> {
+    let mut opts = super::open_options();
+    opts.base = base;
+    let source = Source::open(&Location::parse(path), &opts)?;
+    let archive = Archive::open_source(source, &opts).map_err(|e| super::reading(e, path))?;
     if !archive.kind().has_tensors() {
         bail!(
             "{} holds a generic file, not safetensors or GGUF: it has no tensors (use sc decode)",
@@ -156,7 +103,7 @@ struct TensorDoc<'a> {
 }
 
 /// Writes `archive`'s tensors as one JSON document, each tensor serialized as it is written.
-fn list_json<R: Reader>(path: &Path, archive: &Archive<R>, sizes: &StoredBytes) -> Result<()> {
+fn list_json(path: &Path, archive: &Archive<Source>, sizes: &StoredBytes) -> Result<()> {
     let tensors = archive.tensors();
     let doc = ListDoc {
         file: path.to_string_lossy().into_owned(),
@@ -187,7 +134,7 @@ fn list_json<R: Reader>(path: &Path, archive: &Archive<R>, sizes: &StoredBytes) 
 }
 
 pub(super) fn list(a: &ListArgs) -> Result<()> {
-    if let Some(prefix) = super::url_of(&a.input).filter(|u| u.ends_with('/')) {
+    if let Some(prefix) = Location::parse(&a.input).prefix() {
         return list_prefix(prefix, a.json);
     }
     if super::folder::is_dir(&a.input) {
@@ -198,7 +145,7 @@ pub(super) fn list(a: &ListArgs) -> Result<()> {
             })
         });
     }
-    with_archive!(open(&a.input, None)?, archive => list_archive(a, archive))
+    list_archive(a, open(&a.input, None)?)
 }
 
 /// `sc list s3://bucket/prefix/`: each archive under the prefix, named, and its table.
@@ -227,7 +174,7 @@ fn list_prefix(prefix: &str, json: bool) -> Result<()> {
 }
 
 /// `sc list` of the archive `archive` opened from `a.input`.
-fn list_archive<R: Reader>(a: &ListArgs, archive: Archive<R>) -> Result<()> {
+fn list_archive(a: &ListArgs, archive: Archive<Source>) -> Result<()> {
     let sizes = archive.stored_bytes();
     if a.json {
         return list_json(&a.input, &archive, &sizes);
@@ -321,7 +268,7 @@ fn list_archive<R: Reader>(a: &ListArgs, archive: Archive<R>) -> Result<()> {
 /// What the tensor `name` is coded against, if anything but itself: `base`, `seed E/B` for a
 /// quant re-derived from its seed (E of its B ggml blocks exactly), or `= NAME` for a repeat
 /// of the tensor NAME.
-fn against<R: Reader>(archive: &Archive<R>, name: &str) -> Option<String> {
+fn against(archive: &Archive<Source>, name: &str) -> Option<String> {
     match archive.reference(name)? {
         sc::Reference::Base(_) => Some("base".into()),
         sc::Reference::Repeats(t) => Some(format!("= {t}")),
@@ -350,22 +297,17 @@ pub(super) fn extract(a: &ExtractArgs) -> Result<()> {
 
 fn extract_on_pool(a: &ExtractArgs) -> Result<()> {
     let base = a.base.open(Some(&a.input))?;
-    match open(&a.input, base)? {
-        Opened::File(archive) => extract_from(a, archive).map(drop),
-        Opened::Remote(archive) => {
-            let archive = extract_from(a, archive)?;
-            if a.common.talk.verbose() {
-                let line = super::remote_line(&a.input.to_string_lossy(), &archive.remote_stats());
-                note(format_args!("{line}"));
-            }
-            Ok(())
-        }
+    let archive = extract_from(a, open(&a.input, base)?)?;
+    if let Some(stats) = archive.remote_stats().filter(|_| a.common.talk.verbose()) {
+        let line = super::remote_line(&a.input.to_string_lossy(), &stats);
+        note(format_args!("{line}"));
     }
+    Ok(())
 }
 
 /// `sc extract` from the archive `archive` opened from `a.input`; gives the archive back, for
 /// what its reads fetched.
-fn extract_from<R: Reader>(a: &ExtractArgs, mut archive: Archive<R>) -> Result<Archive<R>> {
+fn extract_from(a: &ExtractArgs, mut archive: Archive<Source>) -> Result<Archive<Source>> {
     archive
         .set_memory(super::resources::memory(&a.common, || {
             super::resources::archive_needs(&archive)

@@ -21,13 +21,11 @@ impl BaseArg {
         let Some(path) = &self.base else {
             return Ok(None);
         };
-        sc::Base::open(path).map(Some).map_err(|e| {
-            let needed = archive.and_then(needed_base);
-            match needed {
-                Some(n) => anyhow!("{e} (the archive needs the base {n:?})"),
-                None => e.into(),
-            }
-        })
+        let base = match archive {
+            Some(a) => sc::Location::parse(a).open_base(path),
+            None => sc::Base::open(path),
+        };
+        Ok(Some(base?))
     }
 }
 
@@ -106,12 +104,6 @@ impl BaseFiles<'_> {
 /// The identity of the file at `path`, if there is one.
 fn id(path: &Path) -> Option<FileId> {
     std::fs::metadata(path).ok().map(|m| FileId::of(&m))
-}
-
-/// The name of the base the archive `path` needs, if it is an archive file that needs one.
-fn needed_base(path: &Path) -> Option<String> {
-    let archive = sc::Archive::open(std::fs::File::open(path).ok()?).ok()?;
-    archive.base_name().map(str::to_string)
 }
 
 /// A library error, with the command line's way to give a missing base.

@@ -3,13 +3,12 @@
 
 use super::text::{count, printable, write_printable};
 use super::{hex, json, write_stdout};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use sc::{ArchiveInfo, CodecUse, Kind, TensorInfo, TransformUse};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -33,15 +32,10 @@ pub(super) fn info(a: &InfoArgs) -> Result<()> {
     if super::folder::is_dir(&a.input) {
         return super::catalog::info(&a.input, a.json, a.header);
     }
-    let info = match super::url_of(&a.input) {
-        // From the header and index alone: two requests.
-        Some(url) => sc::inspect_url(url, &super::remote_options()).map(|(i, _)| i)?,
-        None => {
-            let mut f = File::open(&a.input)
-                .with_context(|| format!("cannot open {}", a.input.display()))?;
-            sc::inspect(&mut f).with_context(|| format!("reading {}", a.input.display()))?
-        }
-    };
+    // A remote archive from its header and index alone: two requests.
+    let at = sc::Location::parse(&a.input);
+    let info =
+        sc::inspect_at(&at, &super::open_options()).map_err(|e| super::reading(e, &a.input))?;
     let metadata = info.metadata();
     match a.json {
         true => {

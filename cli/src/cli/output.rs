@@ -4,7 +4,6 @@
 
 use super::IO_BUFFER;
 use anyhow::{bail, Context, Result};
-use sc::output::OutputFile;
 use std::fs::{self, FileTimes, Metadata, Permissions};
 use std::io::{self, BufWriter, IsTerminal, Write};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
@@ -44,13 +43,12 @@ pub struct Settings<'a> {
 pub enum Output {
     /// Standard output.
     Stdout(BufWriter<io::Stdout>),
-    /// An `s3://` location, written as a multipart upload: visible only once committed.
-    Remote(Box<sc::remote::Upload>),
-    /// A file.
-    File {
-        /// The file, written in place or through a temporary file.
-        out: BufWriter<OutputFile>,
-        /// Permission bits and times to give the file before it is renamed.
+    /// A file, or a remote location written as a multipart upload (visible only once
+    /// committed).
+    To {
+        /// The file, written in place or through a temporary file, or the upload.
+        out: BufWriter<sc::Output>,
+        /// Permission bits and times to give a file before it is renamed.
         like: Option<(Permissions, FileTimes)>,
         /// Sync the file and its directory.
         durable: bool,
@@ -73,24 +71,14 @@ impl Output {
                 io::stdout(),
             )));
         };
-        if let Some(url) = dest.to_str().filter(|d| sc::remote::is_url(d)) {
-            let opts = super::remote_options();
-            if !s.force && sc::remote::Upload::exists(url, &opts)? {
-                bail!("{url} already exists (use -f to overwrite)");
-            }
-            // Without -f, an object another uploader completes meanwhile is not replaced
-            // either (as far as the store lets it be told: see `Upload::create_new`).
-            let upload = match s.force {
-                true => sc::remote::Upload::create(url, &opts)?,
-                false => sc::remote::Upload::create_new(url, &opts)?,
-            };
-            return Ok(Output::Remote(Box::new(upload)));
-        }
-        let out = OutputFile::create(dest, s.force).map_err(|e| refused(dest, e))?;
-        if out.in_place() && s.binary && !s.force && out.file().is_terminal() {
+        let at = sc::Location::parse(dest);
+        let out = sc::Output::create(&at, s.force, &super::open_options())
+            .map_err(|e| refused(dest, e))?;
+        let file = out.file();
+        if file.is_some_and(|f| f.in_place() && f.file().is_terminal()) && s.binary && !s.force {
             bail!("refusing to write binary data to a terminal (use -f to force)");
         }
-        let like = s.like.map(|m| {
+        let like = s.like.filter(|_| file.is_some()).map(|m| {
             let times = FileTimes::new();
             let times = match m.accessed() {
                 Ok(t) => times.set_accessed(t),
@@ -102,7 +90,7 @@ impl Output {
             };
             (Permissions::from_mode(m.mode() & 0o777), times)
         });
-        Ok(Output::File {
+        Ok(Output::To {
             out: BufWriter::with_capacity(IO_BUFFER, out),
             like,
             durable: s.durable,
@@ -115,26 +103,24 @@ impl Output {
     pub fn commit(self) -> Result<Option<FileId>> {
         let (out, like, durable) = match self {
             Output::Stdout(mut w) => return w.flush().context("writing to stdout").map(|_| None),
-            Output::Remote(upload) => return upload.finish().map(|_| None).map_err(Into::into),
-            Output::File { out, like, durable } => (out, like, durable),
+            Output::To { out, like, durable } => (out, like, durable),
         };
         // Write errors name the destination already.
         let out = out.into_inner().map_err(|e| e.into_error())?;
-        let dest = out.path().to_path_buf();
-        if let Some((mode, times)) = like {
-            let writing = || format!("writing {}", dest.display());
-            out.set_permissions(mode).with_context(writing)?;
-            out.set_times(times).with_context(writing)?;
+        if let (Some((mode, times)), Some(f)) = (like, out.file()) {
+            let writing = || format!("writing {}", f.path().display());
+            f.set_permissions(mode).with_context(writing)?;
+            f.set_times(times).with_context(writing)?;
         }
-        let written = out
-            .commit(durable)
-            .with_context(|| format!("cannot create {}", dest.display()))?;
-        Ok(written.as_ref().map(FileId::of))
+        match out.commit(durable)? {
+            sc::Committed::File(written) => Ok(written.as_ref().map(FileId::of)),
+            _ => Ok(None),
+        }
     }
 
     /// Drops an unfinished output; a temporary file is deleted.
     pub fn abandon(self) {
-        if let Output::File { out, .. } = self {
+        if let Output::To { out, .. } = self {
             // The buffer's bytes are not wanted: the file goes without them.
             drop(out.into_parts());
         }
@@ -143,14 +129,16 @@ impl Output {
     fn writer(&mut self) -> &mut dyn Write {
         match self {
             Output::Stdout(w) => w,
-            Output::Remote(upload) => upload.as_mut(),
-            Output::File { out, .. } => out,
+            Output::To { out, .. } => out,
         }
     }
 }
 
 /// The error for a destination `dest` that cannot be opened (`e`).
-fn refused(dest: &Path, e: io::Error) -> anyhow::Error {
+fn refused(dest: &Path, e: sc::Error) -> anyhow::Error {
+    let sc::Error::File { source: e, .. } = e else {
+        return e.into();
+    };
     let shown = dest.display();
     match e.kind() {
         io::ErrorKind::IsADirectory => anyhow::anyhow!("{shown} is a directory"),

@@ -24,16 +24,14 @@ pub fn parse_bytes(s: &str) -> std::result::Result<u64, String> {
 /// The worker threads for `-T requested`: all cores for 0, and never more than the cores (a
 /// note says so when `verbose`): more threads than cores only add memory and switching.
 pub fn threads(requested: usize, verbose: bool) -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    if requested > cores && verbose {
+    let threads = sc::worker_threads(requested);
+    // Capped, `threads` is the cores.
+    if requested > threads && verbose {
         note(format_args!(
-            "sc: note: -T {requested} is more than the {cores} cores here; using {cores}"
+            "sc: note: -T {requested} is more than the {threads} cores here; using {threads}"
         ));
     }
-    match requested {
-        0 => cores,
-        n => n.min(cores),
-    }
+    threads
 }
 
 /// The memory budget: `--memory`, else the default raised to `needed`, what one block in
