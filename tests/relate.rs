@@ -299,3 +299,48 @@ fn a_plain_file_among_the_inputs_is_coded_alone_and_serves_as_no_base() {
         Err(Error::InvalidArgument(_))
     ));
 }
+
+/// The search's cost next to the encode's, on real files: `SC_RELATE_TUNE` coded against the
+/// best of `SC_RELATE_CANDIDATES` (paths separated by `:`, ten of them for the target).
+/// A measurement, not a check: `cargo test -p sc --test relate -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn measure_the_search_against_the_encode() {
+    let (Ok(tune), Ok(cands)) = (
+        std::env::var("SC_RELATE_TUNE"),
+        std::env::var("SC_RELATE_CANDIDATES"),
+    ) else {
+        eprintln!("set SC_RELATE_TUNE and SC_RELATE_CANDIDATES");
+        return;
+    };
+    let inputs = vec![PathBuf::from(tune)];
+    let candidates: Vec<PathBuf> = cands.split(':').map(PathBuf::from).collect();
+    for mode in [sc::Mode::Fast, sc::Mode::Best] {
+        let opts = RelateOptions {
+            mode,
+            ..RelateOptions::default()
+        };
+        let t = std::time::Instant::now();
+        let plan = sc::relate(&inputs, &candidates, &opts).unwrap();
+        let search = t.elapsed().as_secs_f64();
+        let base = plan
+            .base_path(0, &inputs, &candidates)
+            .map(|p| Base::open(p).unwrap());
+        let opts = EncodeOptions {
+            base: base.as_ref(),
+            ..EncodeOptions::new(mode)
+        };
+        let t = std::time::Instant::now();
+        let f = std::fs::File::open(&inputs[0]).unwrap();
+        let r = sc::encode_file(&f, std::io::sink(), &opts).unwrap();
+        let encode = t.elapsed().as_secs_f64();
+        eprintln!(
+            "{mode:?}: base {:?}, {} -> {} bytes ({:.2}%); search {search:.2} s, encode {encode:.2} s: {:.1}%",
+            plan.base_path(0, &inputs, &candidates),
+            r.original_len,
+            r.archive_len,
+            100.0 * r.archive_len as f64 / r.original_len as f64,
+            100.0 * search / encode
+        );
+    }
+}

@@ -56,6 +56,7 @@ def compress_folder(
     md5: bool | None = None,
     overwrite: bool = False,
     base: str | os.PathLike | None = None,
+    base_from: list[str | os.PathLike] | None = None,
 ) -> None:
     """Compresses the checkpoint folder `src` into the folder `dst` exactly as
     `sc encode SRC -o DST` does (it runs that command line): every `*.safetensors` below `src`
@@ -63,7 +64,9 @@ def compress_folder(
     tokenizer, `model.safetensors.index.json`) is copied, so that `sc.transformers.from_pretrained`
     loads `dst` and `sc.decompress_folder` gives `src` back. `dst` may be a remote prefix,
     `s3://bucket/folder/`, which every file is uploaded to. `mode`, `level`, `block_size`,
-    `threads`, `md5` and `base` as in `sc.compress_file`. An existing output file fails unless
+    `threads`, `md5` and `base` as in `sc.compress_file`; `base="auto"` codes each file against
+    the other file of the folder (or of `base_from`) that makes it smallest, if any does, and
+    `decompress_folder` restores each base before the archives that need it. An existing output file fails unless
     `overwrite`. Files are coded two at a time; one that fails does not stop the others: a table
     on stderr lists the failures, then `sc.ScError` is raised."""
     args = ["sc", "encode", "-q", *_common(threads, overwrite, base)]
@@ -77,6 +80,8 @@ def compress_folder(
         args += ["-b", str(int(block_size))]
     if md5 is not None:
         args.append("--md5" if md5 else "--no-md5")
+    if base_from:
+        args += ["--base-from", *[_arg(p) for p in base_from]]
     _sc.run_command([*args, "--output=" + _arg(dst), "--", _folder(src)])
 
 

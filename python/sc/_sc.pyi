@@ -66,8 +66,10 @@ def compress_file(
     overwrite: bool = False,
     base: str | os.PathLike[str] | None = None,
     level: int | None = None,
+    base_from: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Compresses the file `src` into the archive `dst`, coded against `base` when given;
+    """Compresses the file `src` into the archive `dst`, coded against `base` when given (or
+    the one of `base_from` that codes it smallest, if any does);
     tensors that repeat an earlier one are stored once. `mode` "fast" (default) or "best", or
     `level` 1 to 9 as the command line's `-1` to `-9`."""
 

@@ -148,6 +148,8 @@ pub struct EncodeReport {
     pub based_tensors: usize,
     /// Tensors stored as a reference to an earlier, identical one ([`EncodeOptions::dedup`]).
     pub repeated_tensors: usize,
+    /// The base's name as the archive records it, when some tensor is coded against it.
+    pub base_name: Option<String>,
 }
 
 // Every header the probe accepts must fit the container's kept-header limit.
@@ -556,6 +558,10 @@ fn encode_here<R: Read + Send, W: Write + Send>(
         prefix.len() as u64,
     );
     let (based_tensors, repeated_tensors) = refs.as_ref().map_or((0, 0), References::counts);
+    let base_name = refs
+        .as_ref()
+        .map(|r| r.base_name.clone())
+        .filter(|n| !n.is_empty());
     #[cfg(feature = "internals")]
     crate::hook::reach(crate::hook::Point::Planned);
     let budget = Budget::new(opts.memory, opts.block_size, 2, 0, refs.is_some())?;
@@ -690,5 +696,6 @@ fn encode_here<R: Read + Send, W: Write + Send>(
         md5: opts.md5.then_some(footer.md5),
         based_tensors,
         repeated_tensors,
+        base_name,
     })
 }

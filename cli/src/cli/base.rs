@@ -109,7 +109,7 @@ fn id(path: &Path) -> Option<FileId> {
 }
 
 /// The name of the base the archive `path` needs, if it is an archive file that needs one.
-fn needed_base(path: &Path) -> Option<String> {
+pub(super) fn needed_base(path: &Path) -> Option<String> {
     let archive = sc::Archive::open(std::fs::File::open(path).ok()?).ok()?;
     archive.base_name().map(str::to_string)
 }

@@ -8,6 +8,7 @@
 
 use super::base::BaseFiles;
 use super::output::Settings;
+use super::relate;
 use super::text::{left, printable};
 use super::{
     decode_one, encode_one, is_stdio, mb_per_s, memory, note, progress_bar, write_with, Common,
@@ -343,6 +344,7 @@ fn folder_jobs(
 /// `code` codes it given its memory and a progress callback (bytes of that file so far).
 fn run(
     jobs: &[Job],
+    wave: &[usize],
     quiet: bool,
     force: bool,
     memory: u64,
@@ -350,9 +352,9 @@ fn run(
     code: impl Fn(&Job, u64, &(dyn Fn(u64) + Sync)) -> Result<(u64, u64)> + Sync,
 ) -> Vec<Outcome> {
     let memory = Memory::new(memory);
-    let mut order: Vec<usize> = (0..jobs.len()).collect();
+    let mut order: Vec<usize> = wave.to_vec();
     order.sort_by_key(|&i| std::cmp::Reverse(jobs[i].len));
-    let bar = progress_bar(Some(jobs.iter().map(|j| j.len).sum()), quiet);
+    let bar = progress_bar(Some(wave.iter().map(|&i| jobs[i].len).sum()), quiet);
     let done = AtomicU64::new(0);
     let next = AtomicUsize::new(0);
     let outcomes: Mutex<Vec<Option<Outcome>>> = Mutex::new((0..jobs.len()).map(|_| None).collect());
@@ -421,10 +423,13 @@ fn run(
         }
     });
     bar.finish_and_clear();
-    let outcomes = outcomes.into_inner().unwrap_or_else(|e| e.into_inner());
-    outcomes
-        .into_iter()
-        .map(|o| o.unwrap_or_else(|| Err(anyhow!("not processed"))))
+    let mut outcomes = outcomes.into_inner().unwrap_or_else(|e| e.into_inner());
+    wave.iter()
+        .map(|&i| {
+            outcomes[i]
+                .take()
+                .unwrap_or_else(|| Err(anyhow!("not processed")))
+        })
         .collect()
 }
 
@@ -533,16 +538,32 @@ pub fn encode(a: &EncodeArgs, base: Option<&sc::Base>) -> Result<()> {
     };
     let talk = a.common.talk;
     let mode = a.mode().name();
+    // With --base auto, each file's base, picked once the run's files are known.
+    let picked = std::sync::OnceLock::new();
     plan_run_report(
         &a.inputs,
         &a.out,
         &a.common,
         naming,
         mode,
+        |jobs| {
+            if relate::is_auto(a.base.base.as_deref()) {
+                let coded = jobs.iter().filter(|j| matches!(j.work, Work::Code));
+                let srcs: Vec<PathBuf> = coded.map(|j| j.src.clone()).collect();
+                let p = relate::pick(&srcs, &a.auto, a.mode(), talk.verbose())?;
+                let _ = picked.set(p);
+            }
+            one_wave(jobs)
+        },
         // Any file may hold repeated tensors, which take the memory of references.
         |_| sc::memory_needed_with_references(a.block_size),
         |job, memory, progress| {
             let started = Instant::now();
+            let mine = match picked.get() {
+                Some(p) => p.open(&job.src)?,
+                None => None,
+            };
+            let base = mine.as_ref().or(base);
             // A file of the base is coded without it, and kept: the other archives need it.
             let (base, rm) = match base_files.holds(&job.src) {
                 true => {
@@ -582,12 +603,34 @@ pub fn decode(a: &DecodeArgs, base: Option<&sc::Base>) -> Result<()> {
         refuse: &|_| Ok(()),
     };
     let talk = a.common.talk;
+    // Archives coded against another file of the run, each with that file's output as base.
+    let picked = std::sync::OnceLock::new();
     plan_run_report(
         &a.inputs,
         &a.out,
         &a.common,
         naming,
         "decoded",
+        |jobs| {
+            if base.is_some() {
+                return one_wave(jobs);
+            }
+            let coded = |j: &Job| matches!(j.work, Work::Code);
+            let pairs: Vec<_> = jobs
+                .iter()
+                .map(|j| coded(j).then_some((j.src.as_path(), j.dest.as_path())))
+                .collect();
+            let (waves, p) = relate::decode_waves(&pairs)?;
+            let _ = picked.set(p);
+            // Copies and failures go with the first wave.
+            let mut waves = waves;
+            let rest = jobs.iter().enumerate().filter(|(_, j)| !coded(j));
+            match waves.first_mut() {
+                Some(w) => w.extend(rest.map(|(i, _)| i)),
+                None => return one_wave(jobs),
+            }
+            Ok(waves)
+        },
         |job| archive_memory_needed(&job.src),
         |job, memory, progress| {
             let started = Instant::now();
@@ -595,6 +638,11 @@ pub fn decode(a: &DecodeArgs, base: Option<&sc::Base>) -> Result<()> {
                 .verbose()
                 .then(|| super::inspect_file(&job.src))
                 .flatten();
+            let mine = match picked.get() {
+                Some(p) => p.open(&job.src)?,
+                None => None,
+            };
+            let base = mine.as_ref().or(base);
             let r = decode_one(&job.src, Some(&job.dest), a, memory, base, progress)?;
             if talk.verbose() {
                 let line = super::decoded_line(&job.src, &r, started);
@@ -603,6 +651,14 @@ pub fn decode(a: &DecodeArgs, base: Option<&sc::Base>) -> Result<()> {
             Ok((r.archive_len, r.original_len))
         },
     )
+}
+
+/// Which jobs of a run go in which wave, by index: a wave runs once the one before has ended.
+type Waves = Vec<Vec<usize>>;
+
+/// Every job of a run in one wave.
+fn one_wave(jobs: &[Job]) -> Result<Waves> {
+    Ok(vec![(0..jobs.len()).collect()])
 }
 
 /// The steps folder encode and decode share: plans the jobs of `inputs` (written as `out`
@@ -614,6 +670,7 @@ fn plan_run_report<F, G>(
     common: &Common,
     naming: Naming<'_, F, G>,
     verb: &str,
+    arrange: impl FnOnce(&[Job]) -> Result<Waves>,
     needed: impl Fn(&Job) -> u64 + Sync,
     code: impl Fn(&Job, u64, &(dyn Fn(u64) + Sync)) -> Result<(u64, u64)> + Sync,
 ) -> Result<()>
@@ -624,9 +681,16 @@ where
     let quiet = common.talk.quiet;
     let jobs = plan(inputs, out, quiet, naming)?;
     let start = Instant::now();
+    let waves = arrange(&jobs)?;
     let coded = jobs.iter().filter(|j| matches!(j.work, Work::Code));
     let memory = memory(common, || coded.map(&needed).max().unwrap_or(0));
-    let outcomes = run(&jobs, quiet, out.force, memory, needed, code);
+    let mut outcomes: Vec<Outcome> = jobs.iter().map(|_| Err(anyhow!("not processed"))).collect();
+    for wave in waves {
+        let done = run(&jobs, &wave, quiet, out.force, memory, &needed, &code);
+        for (i, o) in wave.into_iter().zip(done) {
+            outcomes[i] = o;
+        }
+    }
     report(&label(inputs), &jobs, &outcomes, verb, quiet, start)
 }
 
@@ -690,8 +754,10 @@ pub fn decode_prefix(
     fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let start = Instant::now();
     let memory = memory(&a.common, || 0);
+    let all: Vec<usize> = (0..jobs.len()).collect();
     let outcomes = run(
         &jobs,
+        &all,
         quiet,
         a.out.force,
         memory,
