@@ -58,7 +58,7 @@ impl Default for RelateOptions {
         RelateOptions {
             mode: Mode::Fast,
             max_depth: 8,
-            sample_bytes: 512 << 10,
+            sample_bytes: 256 << 10,
         }
     }
 }

@@ -664,6 +664,7 @@ fn one_wave(jobs: &[Job]) -> Result<Waves> {
 /// The steps folder encode and decode share: plans the jobs of `inputs` (written as `out`
 /// says) with `naming`, runs them with `common`'s memory ([`run`] tells `needed` and `code`;
 /// the default budget takes the largest `needed` of a job) and reports the run with `verb`.
+#[allow(clippy::too_many_arguments)]
 fn plan_run_report<F, G>(
     inputs: &[PathBuf],
     out: &OutputArgs,
