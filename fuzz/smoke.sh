@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 secs=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(container entropy roundtrip gguf)
+[ ${#targets[@]} -gt 0 ] || targets=(container entropy roundtrip gguf derived)
 if ! cargo fuzz --version >/dev/null 2>&1; then
   echo "skipping fuzz smoke run: cargo-fuzz is not installed (cargo install cargo-fuzz)"
   [ "${CI:-}" = true ] && exit 1
@@ -45,7 +45,14 @@ for m in fast best; do
 done
 # With BEST's sign models (-9): a ctxsigns/signs block.
 "$sc" encode -q -f -9 -b 12290 testdata/tensors.safetensors -o "$seeds/tensors.signs.12290.sc"
-mkdir -p fuzz/corpus/container fuzz/corpus/roundtrip fuzz/corpus/entropy fuzz/corpus/gguf
+# A quant coded against its seed (derived tensors), for the derived target.
+for m in fast best; do
+  "$sc" encode -q -f -m "$m" -b 4K --base testdata/ladder-seed.gguf testdata/ladder-q4_k.gguf \
+    -o "$seeds/ladder.$m.sc"
+done
+mkdir -p fuzz/corpus/container fuzz/corpus/roundtrip fuzz/corpus/entropy fuzz/corpus/gguf \
+  fuzz/corpus/derived
+cp "$seeds"/ladder.*.sc fuzz/corpus/derived/
 cp "$seeds"/*.sc fuzz/corpus/container/
 printf '\000' | cat - testdata/tiny.safetensors > fuzz/corpus/roundtrip/tiny-fast
 printf '\001' | cat - testdata/tiny.safetensors > fuzz/corpus/roundtrip/tiny-best
@@ -58,7 +65,7 @@ printf '\000' | cat - testdata/tiny.gguf > fuzz/corpus/roundtrip/tiny-gguf-fast
 printf '\007' | cat - testdata/tiny.gguf > fuzz/corpus/roundtrip/tiny-gguf-best
 # The GGUF excerpt's header and first tensors (the whole file is past -max_len).
 head -c 65536 testdata/excerpt.gguf > fuzz/corpus/gguf/excerpt-head
-for t in container entropy roundtrip gguf; do
+for t in container entropy roundtrip gguf derived; do
   cp fuzz/regressions/$t/* fuzz/corpus/$t/ 2>/dev/null || true
 done
 for t in "${targets[@]}"; do

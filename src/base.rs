@@ -9,6 +9,7 @@
 //! references (`archive`, `pipeline::decode`, `pipeline::refs`) reaches `base` again.
 
 use crate::archive::Archive;
+use crate::container::Kind;
 use crate::error::{Error, HeaderError, Result};
 use crate::gguf;
 use crate::read::{At, ReadAt};
@@ -168,7 +169,7 @@ fn file_tensors(path: &Path, file: &dyn ReadAt, len: u64) -> Result<Vec<(TensorI
     if len >= 4 {
         file.read_exact_at(&mut magic, 0)?;
     }
-    if magic == gguf::MAGIC {
+    if Kind::by_magic(&magic) == Some(Kind::Gguf) {
         let (header, _) = gguf::read_header_at(len, |buf, at| file.read_exact_at(buf, at))?
             .map_err(|e| bad(path, format!("not a valid GGUF file: {e}")))?;
         let start = header.data_start;
@@ -363,6 +364,11 @@ impl Base {
         {
             return Ok(d);
         }
+        self.digest_again(name)
+    }
+
+    /// The XXH3-128 of the tensor `name`'s bytes as they are now, computed afresh (and kept).
+    pub(crate) fn digest_again(&self, name: &str) -> Result<u128> {
         let Some((shard, t, start)) = self.inner.tensors.get(name) else {
             return Err(Error::NoSuchTensor(name.to_string()));
         };

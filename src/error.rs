@@ -95,6 +95,11 @@ pub enum Error {
     /// made. Says which file and tensor.
     #[error("{0} changed while it was being read")]
     Changed(String),
+    /// A run over a folder or several files ([`crate::folder`]) cannot go ahead as planned:
+    /// two outputs meet, an output would replace a file the run reads, there is nothing to do,
+    /// a folder cannot be read. Said before anything is written.
+    #[error("{0}")]
+    Folder(String),
     /// A file or folder cannot serve as a base ([`crate::Base::open`]).
     #[error("cannot use {path} as a base: {reason}")]
     BadBase {
@@ -103,6 +108,10 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// The run was stopped through its [`Cancel`](crate::Cancel) token (Ctrl-C, say) before
+    /// it was done: what it wrote is unfinished.
+    #[error("cancelled")]
+    Cancelled,
 }
 
 /// The text of [`Error::BaseMismatch`]: a base of the name recorded has most likely been
@@ -269,6 +278,8 @@ impl From<Error> for io::Error {
             | Error::BaseNeeded { .. }
             | Error::BaseMismatch { .. }
             | Error::BadBase { .. } => io::Error::new(io::ErrorKind::InvalidInput, e),
+            // Not `Interrupted`, which readers and writers retry.
+            Error::Cancelled => io::Error::other(e),
             e => io::Error::new(io::ErrorKind::InvalidData, e),
         }
     }

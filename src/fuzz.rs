@@ -15,11 +15,14 @@ use std::sync::OnceLock;
 /// base seed the container target, so its mutations reach the delta decoders).
 pub fn base() -> &'static Base {
     static BASE: OnceLock<Base> = OnceLock::new();
-    BASE.get_or_init(|| {
-        let tiny = include_bytes!("../testdata/tiny.safetensors");
-        // Compiled-in bytes that tests/fine_tune.rs also opens as a base: they cannot fail.
-        Base::from_bytes("tiny.safetensors", tiny.to_vec()).expect("tiny.safetensors is valid")
-    })
+    let tiny = include_bytes!("../testdata/tiny.safetensors");
+    compiled_in(&BASE, "tiny.safetensors", tiny)
+}
+
+/// The base `cell` holds, made from `bytes` (a file of `testdata/` called `name`) on first use.
+fn compiled_in(cell: &'static OnceLock<Base>, name: &str, bytes: &[u8]) -> &'static Base {
+    // Compiled-in bytes that the tests also open as bases: they cannot fail.
+    cell.get_or_init(|| Base::from_bytes(name, bytes.to_vec()).expect("test data is valid"))
 }
 
 /// Arbitrary bytes as an archive: decoding (from memory and as a stream, with and without the
@@ -29,9 +32,54 @@ pub fn base() -> &'static Base {
 /// made right, so that mutations of a kept header, deflated or not, reach its inflating and
 /// parsing instead of stopping at the checksum.
 pub fn archive(data: &[u8]) {
-    read_archive(data);
+    archive_against(data, base());
+}
+
+/// [`archive`] with `base` as the base: the bytes as they are and with the header's XXH3 right.
+fn archive_against(data: &[u8], base: &Base) {
+    read_archive(data, base);
     if let Some(resummed) = with_header_sum(data) {
-        read_archive(&resummed);
+        read_archive(&resummed, base);
+    }
+}
+
+/// The seed the derived target decodes against: `testdata/ladder-seed.gguf`, of which
+/// `testdata/ladder-q4_k.gguf` is a quant (a few blocks perturbed).
+pub fn seed() -> &'static Base {
+    static SEED: OnceLock<Base> = OnceLock::new();
+    let seed = include_bytes!("../testdata/ladder-seed.gguf");
+    compiled_in(&SEED, "ladder-seed.gguf", seed)
+}
+
+/// The derived-reference decoder: arbitrary bytes as an archive decoded against [`seed`] (as
+/// [`archive`] does against its base), and as the body of a reference section (framed with a
+/// right checksum, so that mutations reach its parsing) checked against the quant
+/// `testdata/ladder-q4_k.gguf`'s tensors and, where it passes, every referenced tensor's base
+/// bytes predicted from the seed. Any result but a panic, hang or huge allocation is
+/// acceptable.
+pub fn derived(data: &[u8]) {
+    archive_against(data, seed());
+    use crate::container::refs::{References, TAG};
+    use crate::pipeline::refs::{NoOwn, Spans};
+    let mut section = TAG.to_vec();
+    section.extend_from_slice(&(data.len() as u64).to_le_bytes());
+    section.extend_from_slice(data);
+    let sum = crate::container::checksum::xxh3(&section);
+    section.extend_from_slice(&sum.to_le_bytes());
+    let Ok(refs) = References::read(&mut &section[..], Some(section.len() as u64)) else {
+        return;
+    };
+    let quant = include_bytes!("../testdata/ladder-q4_k.gguf");
+    let Ok((_, tensors)) = crate::gguf::listed_tensors(quant, quant.len() as u64) else {
+        return;
+    };
+    if refs.check(&tensors).is_err() {
+        return;
+    }
+    let spans = Spans::new(Some(&refs), &tensors, 0);
+    for s in spans.spans() {
+        let mut out = vec![0u8; (s.range.end - s.range.start) as usize];
+        let _ = spans.fill(s.range.start, &mut out, Some(seed()), &NoOwn);
     }
 }
 
@@ -52,8 +100,8 @@ fn with_header_sum(data: &[u8]) -> Option<Vec<u8>> {
     Some(out)
 }
 
-fn read_archive(data: &[u8]) {
-    for base in [None, Some(base())] {
+fn read_archive(data: &[u8], with: &Base) {
+    for base in [None, Some(with)] {
         for archive_len in [Some(data.len() as u64), None] {
             let opts = DecodeOptions {
                 check_md5: true,
@@ -72,7 +120,7 @@ fn read_archive(data: &[u8]) {
     let _ = crate::inspect(&mut Cursor::new(data));
     for a in [
         Archive::open(Cursor::new(data)),
-        Archive::open_with_base(Cursor::new(data), base().clone()),
+        Archive::open_with_base(Cursor::new(data), with.clone()),
     ] {
         let Ok(mut a) = a else {
             continue;

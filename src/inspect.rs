@@ -4,7 +4,7 @@
 use crate::container::refs::{References, Source as RefSource};
 use crate::container::{BlockRecord, FileHeader, Footer, Kind, Mode};
 use crate::error::{Error, Result};
-use crate::safetensors::{self, TensorInfo};
+use crate::tensor::TensorInfo;
 use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom};
 
@@ -37,6 +37,18 @@ pub enum Reference<'a> {
     Base(&'a str),
     /// An earlier tensor of the same file holding the same bytes: stored once.
     Repeats(&'a str),
+    /// A quant tensor re-derived from the seed's tensor of the same name (the seed named as
+    /// the archive records it), which reading it needs, as the base of [`Reference::Base`].
+    Derived {
+        /// The seed's name as recorded.
+        seed: &'a str,
+        /// The quantizer that re-derives it ([`crate::derive::QUANTIZER`]).
+        quantizer: &'a str,
+        /// The tensor's ggml blocks.
+        blocks: u64,
+        /// Those equal to their re-derived bytes (the rest coded as residuals).
+        exact: u64,
+    },
 }
 
 /// What the tensor `name` of an archive with `header` is coded against.
@@ -46,15 +58,42 @@ pub(crate) fn reference<'h>(header: &'h FileHeader, name: &str) -> Option<Refere
     Some(match &e.source {
         RefSource::Base { .. } => Reference::Base(&refs.base_name),
         RefSource::Tensor(from) => Reference::Repeats(from),
+        RefSource::Derived(d) => Reference::Derived {
+            seed: &refs.base_name,
+            quantizer: &d.quantizer,
+            blocks: d.blocks(),
+            exact: d.exact,
+        },
     })
+}
+
+/// The derived entries of an archive with `header`.
+fn derived_entries(header: &FileHeader) -> impl Iterator<Item = &crate::container::refs::Derived> {
+    let entries = header.refs.as_ref().map_or(&[][..], |r| &r.entries[..]);
+    entries.iter().filter_map(|e| match &e.source {
+        RefSource::Derived(d) => Some(d),
+        _ => None,
+    })
+}
+
+/// The ggml blocks of an archive's derived tensors, and those that re-derived exactly.
+fn derived_blocks(header: &FileHeader) -> (u64, u64) {
+    derived_entries(header).fold((0, 0), |(b, e), d| (b + d.blocks(), e + d.exact))
+}
+
+/// The quantizers an archive's derived tensors name, each once.
+fn quantizers(header: &FileHeader) -> Vec<String> {
+    let mut q: Vec<String> = derived_entries(header)
+        .map(|d| d.quantizer.clone())
+        .collect();
+    q.sort();
+    q.dedup();
+    q
 }
 
 /// The kept safetensors header's JSON text of an archive with this header.
 pub(crate) fn header_json(header: &FileHeader) -> Option<&str> {
-    match header.kind {
-        Kind::Safetensors => std::str::from_utf8(&header.prefix[8..]).ok(),
-        Kind::Generic | Kind::Gguf => None,
-    }
+    header.kind.kept_json(&header.prefix)
 }
 
 /// The kept header's metadata of an archive with `header`: a safetensors header's
@@ -62,34 +101,7 @@ pub(crate) fn header_json(header: &FileHeader) -> Option<&str> {
 /// key-values ([`crate::gguf::Value::to_text`]); `None` for a generic archive and a
 /// safetensors header without `__metadata__`.
 pub(crate) fn kept_metadata(header: &FileHeader) -> Result<Option<BTreeMap<String, String>>> {
-    let meta = match header.kind {
-        Kind::Generic => return Ok(None),
-        Kind::Gguf => {
-            let text = crate::gguf::metadata_text(&header.prefix)
-                .map_err(|e| Error::Corrupt(format!("kept GGUF header: {e}")))?;
-            return Ok(Some(text));
-        }
-        Kind::Safetensors => {
-            safetensors::metadata(&header.prefix[8..]).map_err(Error::KeptHeader)?
-        }
-    };
-    let Some(meta) = meta else {
-        return Ok(None);
-    };
-    let entries = match meta.as_object() {
-        Some(o) => o
-            .iter()
-            .map(|(k, v)| {
-                let text = match v {
-                    serde_json::Value::String(s) => s.clone(),
-                    v => v.to_string(),
-                };
-                (k.clone(), text)
-            })
-            .collect(),
-        None => BTreeMap::from([(String::new(), meta.to_string())]),
-    };
-    Ok(Some(entries))
+    header.kind.kept_metadata(&header.prefix)
 }
 
 /// How much of an archive one codec stores, as [`ArchiveInfo::codecs`] reports.
@@ -151,8 +163,15 @@ pub struct ArchiveInfo {
     pub transforms: BTreeMap<&'static str, TransformUse>,
     /// The name of the base the archive is coded against, as recorded, when it needs one.
     pub base_name: Option<String>,
-    /// Tensors coded against the base.
+    /// Tensors coded against the base (those re-derived from it included).
     pub based_tensors: usize,
+    /// Of those, quant tensors re-derived from the base, their seed ([`Reference::Derived`]).
+    pub derived_tensors: usize,
+    /// The ggml blocks of the derived tensors, and those of them that re-derived exactly
+    /// (counted at encode); the rest are coded as residuals.
+    pub derived_blocks: (u64, u64),
+    /// The quantizers the derived tensors are re-derived with (none without any).
+    pub quantizers: Vec<String>,
     /// Tensors stored as a reference to an earlier, identical one.
     pub repeated_tensors: usize,
     header: FileHeader,
@@ -241,6 +260,9 @@ pub(crate) fn inspect_with<R: Read + Seek>(r: &mut R, records: bool) -> Result<A
         format_version: header.version,
         base_name,
         based_tensors,
+        derived_tensors: header.refs.as_ref().map_or(0, References::derived),
+        derived_blocks: derived_blocks(&header),
+        quantizers: quantizers(&header),
         repeated_tensors,
         mode: header.mode,
         kind: header.kind,

@@ -120,13 +120,22 @@ pub mod stats;
 mod stats;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
+pub mod tensor;
+#[cfg(not(feature = "internals"))]
+mod tensor;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
 pub mod transform;
 #[cfg(not(feature = "internals"))]
 mod transform;
 
 mod archive;
 mod base;
+mod cancel;
+pub mod derive;
 mod error;
+pub mod folder;
+mod format;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod fuzz;
@@ -170,8 +179,10 @@ pub use archive::decode_slice;
 pub use archive::decode_to_vec;
 pub use archive::{AccessStats, Archive, StoredBytes};
 pub use base::Base;
+pub use cancel::Cancel;
 pub use choice::SignModels;
 pub use container::{Kind, Mode};
+pub use derive::{verify_derives, TensorDerivation};
 pub use error::{Error, HeaderError, Result, TensorProblem};
 pub use inspect::{inspect, ArchiveInfo, CodecUse, Reference, TransformUse};
 pub use names::closest_names;
@@ -183,8 +194,8 @@ pub use pipeline::{
 pub use relate::{relate, Chosen, RelateOptions, RelatePlan, Related};
 #[cfg(feature = "remote")]
 pub use remote_archive::{decode_url, inspect_url};
-pub use safetensors::{Dtype, TensorInfo};
 pub use stream::{Decoder, Encoder};
+pub use tensor::{Dtype, TensorInfo};
 
 /// First bytes of every archive: what tells an archive from other files.
 pub const MAGIC: [u8; 4] = container::MAGIC;
@@ -196,3 +207,44 @@ pub const MIN_BLOCK_SIZE: u32 = container::MIN_BLOCK_SIZE;
 pub const MAX_BLOCK_SIZE: u32 = container::MAX_BLOCK_SIZE;
 /// Default block size: 1 MiB.
 pub const DEFAULT_BLOCK_SIZE: u32 = container::DEFAULT_BLOCK_SIZE;
+
+/// The highest compression level ([`level`]): a higher one (zstd's `-19`) means this one.
+pub const HIGHEST_LEVEL: u32 = 9;
+/// The highest compression level that means FAST ([`level`]).
+pub const LAST_FAST_LEVEL: u32 = 5;
+
+/// The mode and BEST's sign models that compression level `n` means, on zstd's scale (the
+/// command line's `-1` to `-9`, Python's `level=`): 1 to 5 FAST (sc's default, which decodes at
+/// copy speed), 6 and above BEST (smaller, several times slower). BEST's sign models go where
+/// they pay, but nowhere at 6 (BEST's fastest decoding, and archives for readers of format
+/// version 4) and wherever they code a block smaller from [`HIGHEST_LEVEL`] up (smallest;
+/// such blocks decode about 1.4x slower). `None` for 0.
+pub fn level(n: u32) -> Option<(Mode, SignModels)> {
+    let mode = match n {
+        0 => return None,
+        1..=LAST_FAST_LEVEL => Mode::Fast,
+        _ => Mode::Best,
+    };
+    let signs = match n {
+        6 => SignModels::Off,
+        n if n >= HIGHEST_LEVEL => SignModels::Everywhere,
+        _ => SignModels::Paying,
+    };
+    Some((mode, signs))
+}
+
+#[cfg(test)]
+mod level_tests {
+    use super::*;
+
+    #[test]
+    fn levels_are_zstds_scale() {
+        assert_eq!(level(1), Some((Mode::Fast, SignModels::Paying)));
+        assert_eq!(level(5), Some((Mode::Fast, SignModels::Paying)));
+        assert_eq!(level(6), Some((Mode::Best, SignModels::Off)));
+        assert_eq!(level(7), Some((Mode::Best, SignModels::Paying)));
+        assert_eq!(level(9), Some((Mode::Best, SignModels::Everywhere)));
+        assert_eq!(level(19), Some((Mode::Best, SignModels::Everywhere)));
+        assert_eq!(level(0), None);
+    }
+}

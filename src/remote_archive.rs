@@ -6,10 +6,11 @@
 use crate::archive::Archive;
 use crate::base::Base;
 use crate::container::checksum::FileDigest;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::inspect::{inspect_with, ArchiveInfo};
 use crate::pipeline::decode::{check_md5, DecodeOptions, DecodeReport};
 use crate::pipeline::on_threads;
+use crate::pipeline::one_block_needs;
 use crate::remote::{RemoteFile, RemoteOptions, RemoteStats};
 use std::io::{self, Write};
 
@@ -64,6 +65,8 @@ pub fn inspect_url(url: &str, opts: &RemoteOptions) -> Result<(ArchiveInfo, Remo
 /// Decompresses the whole archive at `url` into `output`, reading it as
 /// [`Archive::open_url`] does, with what `opts` asks for ([`DecodeOptions::progress`] and
 /// [`DecodeOptions::map`] aside); returns the report and what the requests did.
+/// [`DecodeOptions::cancel`] stops it as [`RemoteOptions::cancel`] does: between blocks, and
+/// within 50 ms of a wait for the server.
 pub fn decode_url<W: Write + Send>(
     url: &str,
     output: W,
@@ -71,8 +74,11 @@ pub fn decode_url<W: Write + Send>(
     remote: &RemoteOptions,
 ) -> Result<(DecodeReport, RemoteStats)> {
     on_threads(opts.threads, || {
-        let mut archive = Archive::open_url_with(url, opts.base.cloned(), remote)?;
-        archive.set_memory(opts.memory)?;
+        // The decode's token stops the reader's waits too.
+        let mut remote = remote.clone();
+        remote.cancel = remote.cancel.or_else(|| opts.cancel.cloned());
+        let mut archive = Archive::open_url_with(url, opts.base.cloned(), &remote)?;
+        fit_memory(&mut archive, opts.memory)?;
         let mut out = Hashing {
             out: output,
             digest: opts.check_md5.then(FileDigest::new),
@@ -94,6 +100,23 @@ pub fn decode_url<W: Write + Send>(
         };
         Ok((report, archive.remote_stats()))
     })
+}
+
+/// Shares the memory budget `memory` between the blocks in flight of `archive` and its
+/// reader's read-ahead: the reader takes what one block in flight leaves, up to what it holds
+/// by default ([`RemoteFile::hold_at_most`]), and the blocks the rest.
+fn fit_memory(archive: &mut Archive<RemoteFile>, memory: u64) -> Result<()> {
+    let needs = one_block_needs(archive.block_size(), archive.has_references());
+    let held = archive.reader().hold_at_most(memory.saturating_sub(needs));
+    archive
+        .set_memory(memory.saturating_sub(held))
+        .map_err(|e| match e {
+            Error::InvalidArgument(why) => Error::InvalidArgument(format!(
+                "{why}, besides the {} KiB that the remote reader holds at least",
+                held >> 10
+            )),
+            e => e,
+        })
 }
 
 /// A writer that computes the MD5 of what passes through it, when asked to.

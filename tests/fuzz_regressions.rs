@@ -38,6 +38,11 @@ fn entropy_inputs() {
 }
 
 #[test]
+fn derived_inputs() {
+    assert!(replay("derived", sc::fuzz::derived) > 0);
+}
+
+#[test]
 fn gguf_inputs() {
     assert!(replay("gguf", sc::fuzz::gguf) > 0);
 }

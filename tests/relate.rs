@@ -344,3 +344,106 @@ fn measure_the_search_against_the_encode() {
         );
     }
 }
+
+/// The jobs of a run over the folder `src` into `out`, named by `found`.
+fn folder_jobs(
+    src: &Path,
+    out: &Path,
+    found: &dyn Fn(&Path) -> Option<PathBuf>,
+) -> Vec<sc::folder::Job> {
+    let naming = sc::folder::Naming {
+        found,
+        given: &|p| sc::folder::Given::Fail(format!("{} is not a folder", p.display())),
+        refuse: &|_| Ok(()),
+    };
+    sc::folder::plan(&[src.to_path_buf()], Some(out), &naming, &mut |_| {}).unwrap()
+}
+
+/// Runs `jobs`, coding each with `code` against its own base, and logs each job's start and
+/// end by its output's file name.
+fn run_logged(
+    jobs: &[sc::folder::Job],
+    code: &(dyn Fn(&sc::folder::Job, Option<&Base>) -> sc::Result<(u64, u64)> + Sync),
+) -> Vec<String> {
+    let log = std::sync::Mutex::new(Vec::new());
+    let name = |j: &sc::folder::Job| j.dest.file_name().unwrap().to_string_lossy().into_owned();
+    let steps = sc::folder::Steps {
+        needed: &|_| 0,
+        code: &|job, _, _| {
+            log.lock().unwrap().push(format!("start {}", name(job)));
+            let base = job.base.as_deref().map(Base::open).transpose();
+            let done = base.and_then(|b| code(job, b.as_ref()));
+            log.lock().unwrap().push(format!("end {}", name(job)));
+            done.map_err(|e| e.to_string())
+        },
+        copy: &|job| Ok(std::fs::copy(&job.src, &job.dest).unwrap()),
+        stopped: &|| false,
+        progress: &|_| {},
+    };
+    for outcome in sc::folder::run(jobs, 1 << 30, &steps) {
+        outcome.unwrap();
+    }
+    log.into_inner().unwrap()
+}
+
+#[test]
+fn a_folder_run_codes_each_file_against_its_relative_and_restores_bases_first() {
+    let d = dir("folder");
+    let src = d.join("model");
+    std::fs::create_dir_all(&src).unwrap();
+    let w = base_weights(21);
+    let base = write(&src, "a.safetensors", &model(&w, "m", "BF16", bf16));
+    let tune = write(
+        &src,
+        "b.safetensors",
+        &model(&stepped(&w, 22, 0.002), "m", "BF16", bf16),
+    );
+    let other = write(
+        &src,
+        "c.safetensors",
+        &model(&base_weights(23), "m", "BF16", bf16),
+    );
+    let packed = d.join("packed");
+    let mut jobs = folder_jobs(&src, &packed, &sc::folder::encoded_name);
+    let found = sc::folder::relate_jobs(&mut jobs, &[], &RelateOptions::default()).unwrap();
+    let base_of = |name: &str| {
+        let j = jobs.iter().find(|j| j.src.ends_with(name)).unwrap();
+        j.base.as_deref().and_then(Path::file_name).map(|n| n.to_owned())
+    };
+    // The pair is coded one against the other (the first as base); the unrelated file alone.
+    assert_eq!(base_of("a.safetensors"), None);
+    assert_eq!(base_of("b.safetensors"), Some("a.safetensors".into()));
+    assert_eq!(base_of("c.safetensors"), None);
+    assert!(found.iter().flatten().any(|r| r.saving > 0));
+    run_logged(&jobs, &|job, base| {
+        let opts = EncodeOptions {
+            base,
+            ..EncodeOptions::default()
+        };
+        let archive = sc::encode_to_vec(&std::fs::read(&job.src)?, &opts)?;
+        std::fs::write(&job.dest, &archive)?;
+        Ok((job.len, archive.len() as u64))
+    });
+
+    // Decoded with no base given: the tune's archive waits for its base's output.
+    let back = d.join("back");
+    let mut jobs = folder_jobs(&packed, &back, &sc::folder::original_name);
+    sc::folder::restore_bases(&mut jobs).unwrap();
+    let tune_job = jobs.iter().find(|j| j.dest.ends_with("b.safetensors")).unwrap();
+    assert_eq!(tune_job.base.as_deref(), Some(back.join("a.safetensors").as_path()));
+    let log = run_logged(&jobs, &|job, base| {
+        let opts = DecodeOptions {
+            base,
+            ..DecodeOptions::default()
+        };
+        let bytes = sc::decode_to_vec(&std::fs::read(&job.src)?, &opts)?;
+        std::fs::write(&job.dest, &bytes)?;
+        Ok((job.len, bytes.len() as u64))
+    });
+    let at = |what: &str| log.iter().position(|l| l == what).unwrap();
+    assert!(at("end a.safetensors") < at("start b.safetensors"), "{log:?}");
+    for p in [&base, &tune, &other] {
+        let out = back.join(p.file_name().unwrap());
+        assert_eq!(std::fs::read(out).unwrap(), std::fs::read(p).unwrap());
+    }
+}

@@ -434,3 +434,99 @@ fn control_characters_in_a_location_are_escaped_in_errors() {
         assert!(!err.contains('\u{1b}'), "{err:?}");
     }
 }
+
+#[test]
+fn a_remote_decode_holds_its_read_ahead_within_the_memory_budget() {
+    // Blocks of 64 MiB, one of them here, stored as they are: what the reader fetches ahead
+    // is the block's 12 MiB payload, in pieces.
+    let original = servers::random_checkpoint(3, 3 << 20);
+    let block_size = 64 << 20;
+    let opts = EncodeOptions {
+        block_size,
+        ..EncodeOptions::new(Mode::Fast)
+    };
+    let archive = sc::encode_to_vec(&original, &opts).unwrap();
+    let Some((nginx, _root)) = serve(&[("m.sc", &archive)], "") else {
+        return;
+    };
+    let url = nginx.url("m.sc");
+    let needs = sc::memory_needed(block_size);
+    // Room for the start and end the reader opened with and a little more, and room for
+    // what it holds by default (8 pieces of 2 MiB at most at 4 connections, and 512 KiB).
+    for (memory, room) in [(needs + (1 << 20), 1 << 20), (needs + (64 << 20), 33 << 19)] {
+        let mut out = Vec::new();
+        let dopts = DecodeOptions {
+            memory,
+            ..Default::default()
+        };
+        let (_, stats) = decode_url(&url, &mut out, &dopts, &quick()).unwrap();
+        assert!(out == original, "memory {memory}");
+        assert!(
+            stats.most_held <= room,
+            "memory {memory}: the reader held {} bytes, with room for {room}",
+            stats.most_held
+        );
+    }
+    // A budget too small for one block and the reader's least says both.
+    let dopts = DecodeOptions {
+        memory: needs,
+        ..Default::default()
+    };
+    let err = decode_url(&url, Vec::new(), &dopts, &quick())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("too small") && err.contains("remote reader"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_cancelled_remote_read_stops_waiting_for_the_server() {
+    let rogue = Rogue::start(Misdeed::Silent);
+    let url = rogue.url("m.sc");
+    let mut opts = quick();
+    let cancel = sc::Cancel::new();
+    opts.cancel = Some(cancel.clone());
+    let start = std::time::Instant::now();
+    let later = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        cancel.cancel();
+    });
+    let err = sc::remote::RemoteFile::open(&url, &opts).err().unwrap();
+    later.join().unwrap();
+    assert!(matches!(err, sc::Error::Cancelled), "{err}");
+    // Well before the request timeout (20 s).
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
+fn s3_listing_skips_a_key_it_cannot_read_and_names_it() {
+    let Some(s3) = servers::weed() else {
+        return;
+    };
+    let opts = RemoteOptions::default();
+    let at = |key: &str| format!("s3://{}/{key}", servers::BUCKET);
+    for key in ["odd/a.sc", "odd/z.sc"] {
+        let mut up = sc::remote::Upload::create(&at(key), &opts).unwrap();
+        up.write_all(b"fine").unwrap();
+        up.finish().unwrap();
+    }
+    // A key with a control character, which `object_store` cannot make a path of.
+    let crafted = "odd/b\u{1b}x.sc";
+    sc::remote::put_crafted(&at(""), crafted, &opts).unwrap();
+    let listing = sc::remote::list_skipping(&at("odd/"), &opts).unwrap();
+    let names: Vec<&str> = listing.objects.iter().map(|(u, _)| u.as_str()).collect();
+    assert_eq!(names, [at("odd/a.sc"), at("odd/z.sc")]);
+    assert_eq!(listing.objects[0].1, 4);
+    assert_eq!(listing.skipped, [at(crafted)]);
+    assert_eq!(
+        sc::remote::list(&at("odd/"), &opts).unwrap(),
+        listing.objects
+    );
+    drop(s3);
+}

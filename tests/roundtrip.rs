@@ -1211,3 +1211,90 @@ proptest! {
         check_decode(&archive, &input, report.md5, "random layout");
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Cancellation
+// ---------------------------------------------------------------------------------------------
+
+/// A writer that counts the bytes written after `cancel` was set.
+struct AfterCancel<'a> {
+    cancel: &'a sc::Cancel,
+    before: usize,
+    after: usize,
+}
+
+impl io::Write for AfterCancel<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self.cancel.is_cancelled() {
+            true => self.after += buf.len(),
+            false => self.before += buf.len(),
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Runs `run` with a token (set before it starts with `set_at_start`, else by the progress
+/// callback, after the first block is written) and a writer: it must end cancelled, writing
+/// nothing after the token was set. Returns the bytes written before.
+fn cancelled(
+    set_at_start: bool,
+    run: impl FnOnce(&sc::Cancel, &(dyn Fn(u64) + Sync), &mut AfterCancel) -> sc::Result<()>,
+) -> usize {
+    let cancel = sc::Cancel::new();
+    if set_at_start {
+        cancel.cancel();
+    }
+    let progress = |_: u64| cancel.cancel();
+    let mut out = AfterCancel {
+        cancel: &cancel,
+        before: 0,
+        after: 0,
+    };
+    let e = run(&cancel, &progress, &mut out).unwrap_err();
+    assert!(matches!(e, sc::Error::Cancelled), "{e}");
+    assert_eq!(out.after, 0, "written after the token was set");
+    out.before
+}
+
+/// A token set before an encode or decode stops it with nothing written; one set after the
+/// first block is written (the progress callback runs then) stops it with nothing more
+/// written: no further block, no trailer.
+#[test]
+fn a_cancel_token_stops_encode_and_decode_with_nothing_more_written() {
+    let mut rng = Rng(41);
+    let original: Vec<u8> = (0..1 << 20).map(|_| (rng.next() % 7) as u8).collect();
+    let block_size = 64 << 10;
+    let fast = EncodeOptions {
+        block_size,
+        ..EncodeOptions::new(Mode::Fast)
+    };
+    let archive = sc::encode_to_vec(&original, &fast).unwrap();
+    for set_at_start in [true, false] {
+        let encoded = cancelled(set_at_start, |cancel, progress, out| {
+            let opts = EncodeOptions {
+                block_size,
+                progress: Some(progress),
+                cancel: Some(cancel),
+                threads: 2,
+                ..EncodeOptions::new(Mode::Best)
+            };
+            encode(&original[..], out, &opts).map(drop)
+        });
+        assert_eq!(encoded == 0, set_at_start);
+        let decoded = cancelled(set_at_start, |cancel, progress, out| {
+            let opts = DecodeOptions {
+                progress: Some(progress),
+                cancel: Some(cancel),
+                threads: 2,
+                ..Default::default()
+            };
+            decode(&archive[..], out, &opts).map(drop)
+        });
+        assert_eq!(decoded == 0, set_at_start);
+        assert!(decoded <= block_size as usize, "{decoded} bytes written");
+    }
+}

@@ -53,10 +53,3 @@ pub fn run_hosted_until(
     let _watching = cli::process::watch(stop);
     run_hosted(args)
 }
-
-/// The mode and BEST's sign models that the level flag `-N` asks for, for a level `n` of 1 to
-/// 9 (1 to 5 FAST; 6 BEST without sign models, 7 and 8 BEST, 9 BEST with sign models wherever
-/// they code a block smaller); `None` for other numbers.
-pub fn level(n: u8) -> Option<(sc::Mode, sc::SignModels)> {
-    cli::level::numbered(n)
-}

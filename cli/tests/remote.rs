@@ -567,3 +567,36 @@ fn a_remote_prefix_decodes_as_a_folder_run_does() {
     assert!(!d.join("out/bad.safetensors").exists());
     drop(s3);
 }
+
+/// An object whose key sc cannot read (a control character) is skipped with a note naming it
+/// escaped, and the rest of the prefix is restored.
+#[test]
+fn a_remote_prefix_skips_a_key_it_cannot_read_with_a_note() {
+    let Some(s3) = servers::weed() else {
+        return;
+    };
+    let env = s3.env();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let original = checkpoint(8, 300);
+    std::fs::write(d.join("m.safetensors"), &original).unwrap();
+    let prefix = format!("s3://{}/odd/", servers::BUCKET);
+    let good = format!("{prefix}m.safetensors.sc");
+    ok(sc_env(d, &["encode", "m.safetensors", "-o", &good], &env));
+    let bucket = format!("s3://{}/", servers::BUCKET);
+    let opts = sc::remote::RemoteOptions::default();
+    sc::remote::put_crafted(&bucket, "odd/x\u{1b}y.sc", &opts).unwrap();
+    let out = sc_env(d, &["decode", &prefix, "-o", "out"], &env);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let shown = format!("{prefix}x\\u{{1b}}y.sc");
+    assert!(
+        err.contains(&format!(
+            "sc: note: skipping {shown}: its key is not one sc can read"
+        )),
+        "{err}"
+    );
+    assert!(!err.contains('\u{1b}'), "{err:?}");
+    assert!(std::fs::read(d.join("out/m.safetensors")).unwrap() == original);
+    drop(s3);
+}

@@ -241,7 +241,16 @@ fn encoding_from_a_pipe(
     feed: &[u8],
     dest: &Path,
 ) -> (std::process::Child, std::process::ChildStdin) {
-    let mut child = sc()
+    encoding_from_a_pipe_by(sc(), feed, dest)
+}
+
+/// [`encoding_from_a_pipe`] by `command` (`sc`, or a program that runs it).
+fn encoding_from_a_pipe_by(
+    mut command: Command,
+    feed: &[u8],
+    dest: &Path,
+) -> (std::process::Child, std::process::ChildStdin) {
+    let mut child = command
         .args(["encode", "-q", "-", "-o"])
         .arg(dest)
         .stdin(Stdio::piped())
@@ -844,4 +853,63 @@ fn rm_with_a_remote_input_or_output_is_refused_before_anything_runs() {
         );
         assert_eq!(files_in(dir.path()), ["m.safetensors"], "{args:?}");
     }
+}
+
+/// A writer in a PID namespace of its own that sees its parent's `/proc` (`unshare -p` without
+/// mounting one) cannot tell its pid from `/proc`: its live temporary file is left alone by a
+/// run outside, and it takes no leftover for a dead one, while its own output completes.
+#[test]
+fn a_writer_in_a_pid_namespace_without_its_own_proc_is_left_alone() {
+    let unshare = ["-U", "-r", "-p", "--fork"];
+    let usable = Command::new("unshare").args(unshare).arg("true").status();
+    if !usable.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: unshare cannot make a user and PID namespace here");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let sample = std::fs::read(SAMPLE).unwrap();
+    // A leftover of a dead run outside, for the run inside to leave.
+    let (mut dead, stdin) = encoding_from_a_pipe(&sample[..100_000], &dir.path().join("d.sc"));
+    kill("KILL", dead.id());
+    dead.wait().unwrap();
+    drop(stdin);
+    let leftover: Vec<String> = files_in(dir.path());
+    let mut inside = Command::new("unshare");
+    inside.args(unshare).arg(env!("CARGO_BIN_EXE_sc"));
+    let out = dir.path().join("inside.sc");
+    let (mut writer, mut stdin) = encoding_from_a_pipe_by(inside, &sample[..100_000], &out);
+    let live: Vec<String> = files_in(dir.path())
+        .into_iter()
+        .filter(|f| f.ends_with(".sc-tmp") && !leftover.contains(f))
+        .collect();
+    assert_eq!(live.len(), 1, "{live:?}");
+    assert!(leftover.iter().all(|f| files_in(dir.path()).contains(f)));
+    // A run outside, writing in the same folder, sweeps it.
+    let input = dir.path().join("m.safetensors");
+    std::fs::write(&input, &sample).unwrap();
+    let st = sc()
+        .args(["encode", "-q", "-f"])
+        .arg(&input)
+        .arg("-o")
+        .arg(dir.path().join("m.sc"))
+        .status();
+    assert!(st.unwrap().success());
+    let now = files_in(dir.path());
+    assert!(
+        now.contains(&live[0]),
+        "the live writer's {} went: {now:?}",
+        live[0]
+    );
+    stdin.write_all(&sample[100_000..]).unwrap();
+    drop(stdin);
+    assert!(writer.wait().unwrap().success());
+    let back = dir.path().join("back.safetensors");
+    let st = sc()
+        .args(["decode", "-q"])
+        .arg(&out)
+        .arg("-o")
+        .arg(&back)
+        .status();
+    assert!(st.unwrap().success());
+    assert!(std::fs::read(&back).unwrap() == sample);
 }

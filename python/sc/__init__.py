@@ -29,12 +29,13 @@ from typing import Any
 from ._cli import compress_folder, decompress_folder
 from ._core import (
     compress_file, decompress_file, list_objects, remote_options, safe_open, stats, verify,
+    verify_derives,
 )
 from ._sc import ScError, __version__
 
 __all__ = [
     "ScError", "safe_open", "compress_file", "decompress_file", "compress_folder",
-    "decompress_folder", "verify", "stats", "remote_options", "list_objects", "__version__",
+    "decompress_folder", "verify", "verify_derives", "stats", "remote_options", "list_objects", "__version__",
 ]
 
 

@@ -9,6 +9,7 @@ import struct
 from typing import Any, Callable, Iterable, NamedTuple
 
 from . import _plain, _sc
+from ._frameworks import Framework, framework
 from ._sc import ScError
 
 # Element width of each safetensors dtype, in the order safetensors lays tensors out: a file
@@ -40,39 +41,6 @@ class TensorEntry(NamedTuple):
             return self.dtype, self.shape
         rows = math.prod(self.shape[:-1])
         return "U8", self.shape[:-1] + ((self.end - self.start) // rows if rows else 0,)
-
-
-class Framework:
-    """How one framework allocates the memory a tensor is decoded into, and views it."""
-
-    name = ""
-
-    def empty(self, nbytes: int) -> tuple[Any, Any]:
-        """A new uninitialised byte array of `nbytes` and a writable buffer over its memory."""
-        raise NotImplementedError
-
-    def view(self, raw: Any, dtype: str, shape: tuple[int, ...]) -> Any:
-        """`raw` (from `empty`) seen as an array of `dtype` and `shape`, without a copy."""
-        raise NotImplementedError
-
-    def to_device(self, t: Any, device: str) -> Any:
-        """`t` moved to `device`."""
-        if device != "cpu":
-            raise ValueError(f"device {device!r}: {self.name} arrays live on the CPU only")
-        return t
-
-
-def framework(name: str) -> Framework:
-    """The framework called `name` ("pt"/"torch" or "np"/"numpy")."""
-    if name in ("pt", "torch"):
-        from .torch import TORCH
-
-        return TORCH
-    if name in ("np", "numpy"):
-        from .numpy import NUMPY
-
-        return NUMPY
-    raise ValueError(f'framework must be "pt" or "np", not {name!r}')
 
 
 def _missing(name: str, names: Iterable[str], where: str) -> KeyError:
@@ -484,6 +452,14 @@ def verify(path: str | os.PathLike, threads: int | None = None, *, base: str | o
     of a fine-tune without its `base`, or with another, included). Returns `original_len`,
     `archive_len`, `blocks`, `md5` (of the restored file) and `recorded_md5`."""
     return dict(_sc.verify(os.fspath(path), threads=threads, base=_path(base)))
+
+
+def verify_derives(seed: str | os.PathLike, quant: str | os.PathLike) -> list[dict[str, Any]]:
+    """Tensor by tensor, whether the GGUF quant `quant` derives bit for bit from the seed `seed`
+    (a GGUF file or its `.sc` archive), as `sc verify --derives SEED QUANT` says: each tensor's
+    `name`, `dtype`, ggml `blocks`, `exact` (blocks equal to the seed's re-derived ones),
+    `derives` (all of them) and `reason` (why it cannot be re-derived, or None)."""
+    return [dict(t) for t in _sc.verify_derives(os.fspath(seed), os.fspath(quant))]
 
 
 def load_file(path: str | os.PathLike, fw: Framework, device: str, threads: int | None, base: str | os.PathLike | None = None) -> dict[str, Any]:

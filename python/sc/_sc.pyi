@@ -109,10 +109,15 @@ def list_prefix(prefix: str) -> list[tuple[str, int]]:
 def fetch(url: str) -> bytes:
     """The whole object at `url`."""
 
-def main(argv: list[str]) -> int:
-    """Runs the `sc` command line `argv` (the program's name first) as the `sc` program does,
-    taking over the fatal signals; returns its exit status."""
+def compress_folder(
+    src: str, dst: str, mode: str | None = None, block_size: int | None = None,
+    md5: bool | None = None, threads: int | None = None, overwrite: bool = False,
+    base: str | None = None, level: int | None = None, base_from: list[str] | None = None,
+) -> None:
+    """The library's folder encode of `src` into `dst` (see `sc.compress_folder`)."""
 
-def run_command(argv: list[str]) -> None:
-    """Runs the `sc` command line `argv` (the program's name first) inside this interpreter;
-    raises ScError with its one-line message when it fails."""
+def decompress_folder(
+    src: str, dst: str, threads: int | None = None, check_md5: bool = False,
+    overwrite: bool = False, base: str | None = None,
+) -> None:
+    """The library's folder decode of `src` into `dst` (see `sc.decompress_folder`)."""

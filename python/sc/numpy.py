@@ -12,7 +12,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from . import _core
+from . import _core, _frameworks
 
 _NP = {
     "BOOL": np.dtype(np.bool_), "U8": np.dtype(np.uint8), "I8": np.dtype(np.int8),
@@ -25,7 +25,7 @@ _NP = {
 _NAMES = {dt: name for name, dt in _NP.items()}
 
 
-class _Numpy(_core.Framework):
+class _Numpy(_frameworks.Framework):
     """NumPy arrays, decoded into `numpy.empty` memory."""
 
     name = "numpy"
@@ -38,7 +38,7 @@ class _Numpy(_core.Framework):
         return raw.view(_NP[dtype]).reshape(shape)
 
 
-NUMPY = _Numpy()
+NUMPY = _frameworks.register(_Numpy())
 
 
 def load_file(filename: str | os.PathLike, device: str = "cpu", threads: int | None = None, base: str | os.PathLike | None = None) -> dict[str, np.ndarray]:

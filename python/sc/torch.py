@@ -18,7 +18,7 @@ except ImportError as e:
         name=e.name,
     ) from e
 
-from . import _core
+from . import _core, _frameworks
 
 _TORCH = {
     "BOOL": torch.bool, "U8": torch.uint8, "I8": torch.int8, "I16": torch.int16,
@@ -32,7 +32,7 @@ for _name, _attr in [("F8_E5M2", "float8_e5m2"), ("F8_E4M3", "float8_e4m3fn"), (
 _NAMES = {dt: name for name, dt in _TORCH.items()}
 
 
-class _Torch(_core.Framework):
+class _Torch(_frameworks.Framework):
     """torch tensors on the CPU, decoded into `torch.empty` storage."""
 
     name = "torch"
@@ -50,7 +50,7 @@ class _Torch(_core.Framework):
         return t if device == "cpu" else t.to(device)
 
 
-TORCH = _Torch()
+TORCH = _frameworks.register(_Torch())
 
 
 def load_file(filename: str | os.PathLike, device: str = "cpu", threads: int | None = None, base: str | os.PathLike | None = None) -> dict[str, torch.Tensor]:

@@ -5,7 +5,7 @@
 //! from Python buffers. The GIL is released while the library works, and every entry point turns
 //! library errors into `sc.ScError` and a panic into an exception instead of an abort.
 
-mod cli;
+mod folder;
 mod remote;
 
 use pyo3::buffer::PyBuffer;
@@ -487,7 +487,7 @@ impl Reader {
         let (kind, mode, block_size, blocks, archive_len, original_len, base) =
             self.with(py, |o| {
                 each!(o, a => Ok((
-                    kind_name(a.kind()),
+                    a.kind().name(),
                     a.mode().name(),
                     a.block_size(),
                     a.blocks(),
@@ -611,7 +611,10 @@ fn encode_options(
     let mut opts = match level {
         None => sc::EncodeOptions::new(mode.unwrap_or(sc::Mode::Fast)),
         Some(n) => {
-            let numbered = u8::try_from(n).ok().and_then(sc_cli::level);
+            let numbered = u32::try_from(n)
+                .ok()
+                .filter(|&n| n <= sc::HIGHEST_LEVEL)
+                .and_then(sc::level);
             let (by_level, signs) = numbered.ok_or_else(|| {
                 ScError::new_err(format!("invalid argument: level must be 1 to 9, not {n}"))
             })?;
@@ -708,6 +711,11 @@ fn encode_parts(
     }
     opts.input_len = Some(spans.iter().map(|s| s.1 as u64).sum());
     let archive = run_stoppable(py, pool.as_deref(), dst.as_deref(), |stop| {
+        let cancel = sc::Cancel::from_flag(stop.clone());
+        let opts = sc::EncodeOptions {
+            cancel: Some(&cancel),
+            ..opts
+        };
         // SAFETY: the buffers stay exported, so their memory stays put, while `parts` lives.
         let input = || Parts {
             parts: spans
@@ -767,10 +775,11 @@ fn compress_file<'py>(
     }
     let pool = thread_pool(threads)?;
     let report = run_stoppable(py, pool.as_deref(), Some(&src), |stop| {
+        let cancel = sc::Cancel::from_flag(stop.clone());
         // A remote source is copied to a temporary file first: finding repeated tensors
         // reads the input twice.
         let f = match src.to_str().filter(|s| sc::remote::is_url(s)) {
-            Some(url) => remote::spool(url)?,
+            Some(url) => remote::spool(url, &cancel)?,
             None => open(&src)?,
         };
         let found = match &base_from {
@@ -789,6 +798,7 @@ fn compress_file<'py>(
         let base = base_for(found.as_deref(), None)?;
         let opts = sc::EncodeOptions {
             base: base.as_ref(),
+            cancel: Some(&cancel),
             ..opts
         };
         if let Some(url) = dst.to_str().filter(|s| sc::remote::is_url(s)) {
@@ -808,20 +818,11 @@ fn compress_file<'py>(
     d.set_item("archive_len", report.archive_len)?;
     d.set_item("blocks", report.blocks)?;
     d.set_item("safetensors", matches!(report.kind, sc::Kind::Safetensors))?;
-    d.set_item("kind", kind_name(report.kind))?;
+    d.set_item("kind", report.kind.name())?;
     d.set_item("md5", report.md5.map(hex))?;
     d.set_item("based_tensors", report.based_tensors)?;
     d.set_item("repeated_tensors", report.repeated_tensors)?;
     Ok(d)
-}
-
-/// What Python calls the original file's kind: "safetensors", "gguf" or "generic".
-fn kind_name(kind: sc::Kind) -> &'static str {
-    match kind {
-        sc::Kind::Safetensors => "safetensors",
-        sc::Kind::Gguf => "gguf",
-        _ => "generic",
-    }
 }
 
 fn hex(d: [u8; 16]) -> String {
@@ -829,16 +830,19 @@ fn hex(d: [u8; 16]) -> String {
 }
 
 /// Decodes the archive file `src` into `out`, checking every block and, with `check_md5`, the
-/// recorded MD5 of the whole file; `base`, the path of the base it is coded against.
+/// recorded MD5 of the whole file; `base`, the path of the base it is coded against. It stops
+/// once `stop` is set.
 fn decode_to(
     src: &Path,
     out: impl Write + Send,
     check_md5: bool,
     base: Option<&Path>,
+    stop: &Arc<AtomicBool>,
 ) -> Res<sc::DecodeReport> {
+    let cancel = sc::Cancel::from_flag(stop.clone());
     if let Some(url) = src.to_str().filter(|s| sc::remote::is_url(s)) {
         let base = base_for(base, None)?;
-        return remote::decode_url(url, out, check_md5, base.as_ref());
+        return remote::decode_url(url, out, check_md5, base.as_ref(), &cancel);
     }
     let f = open(src)?;
     let base = base_for(base, Some(src))?;
@@ -848,6 +852,7 @@ fn decode_to(
         check_md5,
         base: base.as_ref(),
         map: false,
+        cancel: Some(&cancel),
         ..Default::default()
     };
     Ok(sc::decode_file(&f, out, &opts)?)
@@ -881,7 +886,7 @@ fn decompress_file<'py>(
         let mut report = None;
         write_atomically(&dst, overwrite, |w| {
             let w = stoppable(w, stop);
-            report = Some(decode_to(&src, w, check_md5, base.as_deref())?);
+            report = Some(decode_to(&src, w, check_md5, base.as_deref(), stop)?);
             Ok(())
         })?;
         report.ok_or_else(|| Failure::Py(ScError::new_err("decoding did not finish")))
@@ -901,9 +906,45 @@ fn verify<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let pool = thread_pool(threads)?;
     let report = run_stoppable(py, pool.as_deref(), Some(&path), |stop| {
-        decode_to(&path, stoppable(io::sink(), stop), true, base.as_deref())
+        decode_to(
+            &path,
+            stoppable(io::sink(), stop),
+            true,
+            base.as_deref(),
+            stop,
+        )
     })?;
     decode_report(py, &report)
+}
+
+/// Tensor by tensor, whether the GGUF quant `quant` derives bit for bit from the seed `seed` (a
+/// GGUF file, its archive or a folder): a list of dicts `name`, `dtype`, `blocks`, `exact`,
+/// `derives` and `reason` (why it cannot be re-derived, or None).
+#[pyfunction]
+fn verify_derives<'py>(
+    py: Python<'py>,
+    seed: PathBuf,
+    quant: PathBuf,
+) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    let report = run(py, None, Some(&quant), || {
+        let base = sc::Base::open(&seed)?;
+        let file = File::open(&quant).map_err(|e| Failure::Os(e, quant.clone()))?;
+        let len = file.metadata().map_err(sc::Error::from)?.len();
+        Ok(sc::verify_derives(&base, &file, len)?)
+    })?;
+    report
+        .iter()
+        .map(|t| {
+            let d = PyDict::new(py);
+            d.set_item("name", &t.name)?;
+            d.set_item("dtype", &t.dtype)?;
+            d.set_item("blocks", t.blocks)?;
+            d.set_item("exact", t.exact)?;
+            d.set_item("derives", t.derives())?;
+            d.set_item("reason", t.not_derivable.as_deref())?;
+            Ok(d)
+        })
+        .collect()
 }
 
 /// The names in `names` closest to `name` (at most three, best first), by the rule the command
@@ -923,14 +964,15 @@ fn _sc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compress_file, m)?)?;
     m.add_function(wrap_pyfunction!(decompress_file, m)?)?;
     m.add_function(wrap_pyfunction!(verify, m)?)?;
+    m.add_function(wrap_pyfunction!(verify_derives, m)?)?;
     m.add_function(wrap_pyfunction!(closest_names, m)?)?;
     m.add_function(wrap_pyfunction!(remote::stats, m)?)?;
     m.add_function(wrap_pyfunction!(remote::is_url, m)?)?;
     m.add_function(wrap_pyfunction!(remote::remote_options, m)?)?;
     m.add_function(wrap_pyfunction!(remote::list_prefix, m)?)?;
     m.add_function(wrap_pyfunction!(remote::fetch, m)?)?;
-    m.add_function(wrap_pyfunction!(cli::main, m)?)?;
-    m.add_function(wrap_pyfunction!(cli::run_command, m)?)?;
+    m.add_function(wrap_pyfunction!(folder::compress_folder, m)?)?;
+    m.add_function(wrap_pyfunction!(folder::decompress_folder, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

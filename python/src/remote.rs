@@ -164,12 +164,28 @@ pub fn is_url(s: &str) -> bool {
 }
 
 /// The objects under the prefix `prefix` (`s3://bucket/folder/`), recursively, as (location,
-/// size) sorted by key.
+/// size) sorted by key. An object whose key the library cannot read is left out with a
+/// `UserWarning` naming it (escaped).
 #[pyfunction]
 pub fn list_prefix(py: Python<'_>, prefix: String) -> PyResult<Vec<(String, u64)>> {
-    run(py, None, None, || {
-        Ok(sc::remote::list(&prefix, &options())?)
-    })
+    let listing = run(py, None, None, || {
+        Ok(sc::remote::list_skipping(&prefix, &options())?)
+    })?;
+    for url in &listing.skipped {
+        let shown = url.escape_debug();
+        let text = format!(
+            "skipping {shown}: its key is not one sc can read (a control character, or an \
+             empty, \".\" or \"..\" part)"
+        );
+        let text = std::ffi::CString::new(text).unwrap_or_default();
+        PyErr::warn(
+            py,
+            &py.get_type::<pyo3::exceptions::PyUserWarning>(),
+            &text,
+            1,
+        )?;
+    }
+    Ok(listing.objects)
 }
 
 /// The whole object at `url` (a small one: a config file, an index).
@@ -247,11 +263,18 @@ pub fn encode_to_url<T>(
     Ok(out)
 }
 
+/// The remote options, stopped by `cancel`.
+fn options_until(cancel: &sc::Cancel) -> RemoteOptions {
+    let mut o = options();
+    o.cancel = Some(cancel.clone());
+    o
+}
+
 /// The object at `src` copied into an unnamed temporary file (for encoding, which finds
-/// repeated tensors by reading its input twice).
-pub fn spool(src: &str) -> Res<std::fs::File> {
+/// repeated tensors by reading its input twice), until `cancel` is set.
+pub fn spool(src: &str, cancel: &sc::Cancel) -> Res<std::fs::File> {
     let start = Instant::now();
-    let f = RemoteFile::open(src, &options())?;
+    let f = RemoteFile::open(src, &options_until(cancel))?;
     let mut tmp = tempfile::tempfile().map_err(sc::Error::from)?;
     // Large reads: each refill is one range request.
     let mut r = io::BufReader::with_capacity(16 << 20, f);
@@ -261,21 +284,23 @@ pub fn spool(src: &str) -> Res<std::fs::File> {
 }
 
 /// Decodes the remote archive `src` into `out`, checking every block (and the recorded MD5
-/// with `check_md5`).
+/// with `check_md5`), until `cancel` is set.
 pub fn decode_url(
     src: &str,
     out: impl Write + Send,
     check_md5: bool,
     base: Option<&sc::Base>,
+    cancel: &sc::Cancel,
 ) -> Res<sc::DecodeReport> {
     let start = Instant::now();
     let opts = sc::DecodeOptions {
         check_md5,
         base,
         map: false,
+        cancel: Some(cancel),
         ..Default::default()
     };
-    let (report, s) = sc::decode_url(src, out, &opts, &options())?;
+    let (report, s) = sc::decode_url(src, out, &opts, &options_until(cancel))?;
     record(Cost::of(s, start.elapsed()));
     Ok(report)
 }

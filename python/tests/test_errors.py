@@ -264,7 +264,12 @@ def test_ctrl_c_stops_long_calls_and_leaves_no_temporary(slow_input, tmp_path, w
     if out.exists():
         out.unlink()
     took = interrupted(calls[what], after=whole / 10)
-    # Before, the whole job ran first; now the blocks in flight finish and it stops.
-    assert took < whole / 2, f"{what}: KeyboardInterrupt {took:.2f} s after the signal, the job {whole:.2f} s"
+    # The block being coded finishes and the others in flight are dropped uncoded: within a
+    # second, or three blocks' time on a machine too loaded for that (the job is 64 blocks;
+    # waiting for all the blocks in flight took four to six).
+    block = whole / 64
+    assert took < min(whole / 2, max(1.0, 3 * block)), (
+        f"{what}: KeyboardInterrupt {took:.2f} s after the signal, the job {whole:.2f} s"
+    )
     left = [p for p in tmp_path.rglob("*")] + [p for p in src.parent.iterdir() if p.name.endswith(".sc-tmp")]
     assert left == [] or (what == "compress_folder" and all(p.is_dir() for p in left)), left

@@ -168,3 +168,42 @@ def test_metadata_of_a_metadata_bomb_stays_a_small_multiple_of_the_header(tmp_pa
     grown = int(out.stdout.strip())
     # The text is five bytes a value ("true,"): kept once in Rust and once as Python's str.
     assert grown < 24 * n, f"metadata() grew the peak by {grown} bytes for a {n}-byte array"
+
+
+LADDER_SEED = ROOT / "testdata" / "ladder-seed.gguf"
+LADDER_QUANT = ROOT / "testdata" / "ladder-q4_k.gguf"
+
+
+def test_a_quant_coded_against_its_seed_restores_and_reads_one_tensor(tmp_path):
+    """A Q4_K quant coded against its F16 seed (derived tensors): restored with the seed given
+    as a file or as its archive, one tensor read alone, and a clear error without the seed."""
+    archive = tmp_path / "q.sc"
+    report = sc.compress_file(LADDER_QUANT, archive, base=LADDER_SEED)
+    assert report["archive_len"] * 5 < LADDER_QUANT.stat().st_size
+    seed_archive = tmp_path / "seed.gguf.sc"
+    sc.compress_file(LADDER_SEED, seed_archive)
+    for seed in [LADDER_SEED, seed_archive]:
+        out = tmp_path / "q.gguf"
+        sc.decompress_file(archive, out, base=seed, overwrite=True)
+        assert out.read_bytes() == LADDER_QUANT.read_bytes()
+    reader = gguf.GGUFReader(LADDER_QUANT)
+    want = {t.name: np.asarray(t.data).tobytes() for t in reader.tensors}
+    with sc.safe_open(archive, framework="np", base=LADDER_SEED) as f:
+        got = f.get_tensor("blk.0.attn.weight")
+        assert got.tobytes() == want["blk.0.attn.weight"]
+    with pytest.raises(sc.ScError, match="base=") as e:
+        sc.decompress_file(archive, tmp_path / "none.gguf")
+    assert "\n" not in str(e.value)
+    assert not (tmp_path / "none.gguf").exists()
+
+
+def test_verify_derives_says_tensor_by_tensor():
+    report = sc.verify_derives(LADDER_SEED, LADDER_QUANT)
+    by_name = {t["name"]: t for t in report}
+    assert by_name["token_embd.weight"]["derives"]
+    assert by_name["blk.0.norm.weight"]["derives"]
+    attn = by_name["blk.0.attn.weight"]
+    assert attn["dtype"] == "Q4_K" and not attn["derives"]
+    assert 0 < attn["exact"] < attn["blocks"] == 48
+    with pytest.raises(sc.ScError):
+        sc.verify_derives(LADDER_SEED, LADDER_SEED.parent / "tiny.safetensors")

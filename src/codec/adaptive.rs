@@ -4,10 +4,11 @@
 //!
 //! Payload: a 32-byte bitmap of the symbols used, then two streams.
 
-use super::{CodecError, Spec};
+use super::spec::Spec;
 use crate::entropy::model::{AdaptiveModel, BYTE_PARAMS};
 use crate::entropy::rc::Encoder;
 use crate::entropy::streams::{finish_two, two_streams};
+use crate::error::CodecError;
 
 /// The `adaptive` codec.
 pub static SPEC: Spec = Spec::plane_coder(4, "adaptive", decode);

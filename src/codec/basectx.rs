@@ -21,8 +21,9 @@
 //! Payload: `u8 shift` (at most 15), `u8 top`, then one range-coded stream (the coder and
 //! binary models of [`crate::entropy::rc`]) that the decoder must consume exactly.
 
-use super::{CodecError, Decode, Slot, Spec};
+use super::spec::{Decode, Slot, Spec};
 use crate::entropy::rc::{Decoder, Encoder, BIT_HALF, PROB_BITS};
+use crate::error::CodecError;
 use crate::transform::Transform;
 
 /// The `basectx` codec: plane 1 of a `sub16` block, given plane 0 and the base.

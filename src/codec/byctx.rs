@@ -13,10 +13,11 @@
 //! nothing is coded for it). Element *i* of a plane of `r` bytes per ggml block belongs to
 //! block `i / r`.
 
-use super::{CodecError, Decode, Slot, Spec};
+use super::spec::{Decode, Slot, Spec};
 use crate::entropy::model::{AdaptiveModel, BYTE_PARAMS};
 use crate::entropy::rc::Encoder;
 use crate::entropy::streams::{finish_two, two_streams};
+use crate::error::CodecError;
 
 /// The `byctx` codec: a plane after the first of a ggml block transform (whose plane 0 holds
 /// one byte per ggml block).

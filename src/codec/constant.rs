@@ -3,7 +3,8 @@
 //!
 //! Payload: the byte.
 
-use super::{CodecError, Decode, Slot, Spec};
+use super::spec::{Decode, Slot, Spec};
+use crate::error::CodecError;
 
 /// The `const` codec.
 pub static SPEC: Spec = Spec {

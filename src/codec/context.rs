@@ -7,10 +7,12 @@
 //! Payload: two streams (see [`crate::entropy::streams`]) of the modelled bits, then the raw bits laid
 //! out as a [`super::raw6`] payload.
 
-use super::{raw6, Codec, CodecError, Decode, Slot, Spec};
+use super::raw6;
+use super::spec::{Codec, Decode, Slot, Spec};
 use crate::entropy::model::AdaptiveModel;
 use crate::entropy::rc::{Decoder, Encoder, BIT_HALF};
 use crate::entropy::streams::{finish_two, two_streams, Streams};
+use crate::error::CodecError;
 
 /// The `context` codec: plane 1 of an exponent-aligned block, after its exponent plane.
 pub static SPEC: Spec = Spec {

@@ -6,11 +6,13 @@
 //! Payload: the [`Alphabet`], then two streams (see [`super::adaptive`]) of each element's key
 //! (its symbol's rank in the alphabet: at most 256 symbols, so the model is the byte model).
 
-use super::{raw6, Codec, CodecError, Decode, Slot, Spec};
+use super::raw6;
+use super::spec::{Codec, Decode, Slot, Spec};
 use crate::entropy::alphabet::{self, Alphabet};
 use crate::entropy::model::{AdaptiveModel, Params};
 use crate::entropy::rc::Encoder;
 use crate::entropy::streams::{finish_two, two_streams};
+use crate::error::CodecError;
 
 /// The `joint` codec: plane 0 of an exponent-aligned block, with [`raw6`] as plane 1.
 pub static SPEC: Spec = Spec {

@@ -10,8 +10,9 @@
 //! bytes  the range-coded symbols
 //! ```
 
-use super::{CodecError, Spec};
+use super::spec::Spec;
 use crate::entropy::rc::{past_table, Decoder, Encoder, PROB_SCALE};
+use crate::error::CodecError;
 
 /// The `range` codec.
 pub static SPEC: Spec = Spec::plane_coder(3, "range", decode);

@@ -6,7 +6,8 @@
 //! Payload: each element's 6 bits from the least significant bit up (the sign as the field's
 //! bit 5), `ceil(6 * n / 8)` bytes, unused high bits of the last byte zero.
 
-use super::{CodecError, Decode, Slot, Spec};
+use super::spec::{Decode, Slot, Spec};
+use crate::error::CodecError;
 
 /// The `raw6` codec: plane 1 of an exponent-aligned block, beside the pair codec of plane 0
 /// that decodes it.

@@ -17,10 +17,12 @@
 //! element, 5 bits an element from the least significant bit up, `ceil(5 * n / 8)` bytes, the
 //! unused high bits of the last byte zero.
 
-use super::{raw6, CodecError, Decode, Slot, Spec};
+use super::raw6;
+use super::spec::{Decode, Slot, Spec};
 use crate::entropy::rc::{Encoder, BIT_PROB_BITS};
 use crate::entropy::rows::{parts_fit, Part, Rows};
 use crate::entropy::streams::{finish_two, two_streams, Streams};
+use crate::error::CodecError;
 
 /// The `signs` codec: plane 1 of an exponent-aligned block, decoded by its `ctxsigns` plane 0.
 pub static SPEC: Spec = Spec {

@@ -10,7 +10,8 @@
 //!        the previous exception, or since the start), then the exception's byte
 //! ```
 
-use super::{CodecError, Spec};
+use super::spec::Spec;
+use crate::error::CodecError;
 
 /// The `sparse` codec.
 pub static SPEC: Spec = Spec::plane_coder(10, "sparse", decode);

@@ -3,7 +3,8 @@
 //!
 //! Payload: the plane, exactly as long as it.
 
-use super::{CodecError, Decode, Slot, Spec};
+use super::spec::{Decode, Slot, Spec};
+use crate::error::CodecError;
 
 /// The `stored` codec.
 pub static SPEC: Spec = Spec {

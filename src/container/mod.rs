@@ -4,15 +4,18 @@
 //! the format's limits and, where known, the archive's real length, before anything is
 //! allocated from it.
 
+mod block;
 pub mod checksum;
+mod index;
 pub mod kept;
 pub mod refs;
 
-use crate::codec::{Codec, Decode, Slot};
+pub use block::{BlockRecord, PlaneEntry};
+pub use index::{Footer, IndexEntry};
+
 use crate::error::{Error, Result};
 use crate::read::{read_exact_or, read_up_to};
-use crate::safetensors::{self, TensorInfo};
-use crate::transform::{Transform, MAX_PLANES};
+use crate::tensor::TensorInfo;
 use refs::References;
 use std::hash::Hasher;
 use std::io::{self, Read, Write};
@@ -23,13 +26,16 @@ pub const MAGIC: [u8; 4] = [0x89, b'S', b'C', b'W'];
 pub const END_MAGIC: [u8; 4] = *b"SCWE";
 /// Newest format version this build writes and reads. Each archive is written with the lowest
 /// version that holds what its encoder may use (see [`FileHeader::new`] and [`SIGNS_VERSION`]).
-pub const VERSION: u16 = 6;
+pub const VERSION: u16 = 7;
 /// The format version of an archive coded with sign models (the `ctxsigns` and `signs`
 /// codecs), which its encoder asks for (see `EncodeOptions::sign_models`).
 pub const SIGNS_VERSION: u16 = 5;
 /// The format version of an archive of a GGUF file (kind [`Kind::Gguf`] and the ggml block
 /// transforms).
 pub const GGUF_VERSION: u16 = 6;
+/// The format version of an archive with quant tensors re-derived from their seed (reference
+/// kind 2).
+pub const DERIVED_VERSION: u16 = 7;
 /// Oldest format version this build reads: version 2 added the `ctxjoint` codec, the
 /// reference section and the delta transforms, so version 1 archives read as they always did.
 pub const OLDEST_VERSION: u16 = 1;
@@ -233,7 +239,9 @@ impl FileHeader {
     /// with version 1's transforms and codecs alone unless it has references).
     pub fn lowest_version(&self, sign_models: bool) -> u16 {
         let tensors = self.mode == Mode::Best && self.kind == Kind::Safetensors;
-        if self.kind == Kind::Gguf {
+        if self.refs.as_ref().is_some_and(|r| r.derived() > 0) {
+            DERIVED_VERSION
+        } else if self.kind == Kind::Gguf {
             GGUF_VERSION
         } else if tensors && sign_models {
             SIGNS_VERSION
@@ -427,6 +435,9 @@ impl FileHeader {
                 if !kind.has_tensors() && !refs.entries.is_empty() {
                     return Err(corrupt("a generic archive with tensor references"));
                 }
+                if f.version < DERIVED_VERSION && refs.derived() > 0 {
+                    return Err(corrupt("derived tensors before format version 7"));
+                }
                 Some(refs)
             }
         };
@@ -452,16 +463,7 @@ impl FileHeader {
     /// The tensors of the kept header (none for a generic archive), ordered by data offset.
     /// The encoder keeps a header only if it parsed, so one that does not is corruption.
     pub fn tensors(&self) -> Result<Vec<TensorInfo>> {
-        Ok(match self.kind {
-            Kind::Safetensors => {
-                safetensors::Header::parse(&self.prefix[8..], None)
-                    .map_err(Error::KeptHeader)?
-                    .tensors
-            }
-            Kind::Gguf => crate::gguf::kept_tensors(&self.prefix)
-                .map_err(|e| corrupt(format!("kept GGUF header: {e}")))?,
-            Kind::Generic => Vec::new(),
-        })
+        self.kind.kept_tensors(&self.prefix)
     }
 
     /// The MD5 of the original recorded in `footer`, if this archive records one. An archive
@@ -550,296 +552,11 @@ pub fn check_block_size(size: u32) -> std::result::Result<(), String> {
     Ok(())
 }
 
-/// Codec and coded length of one plane.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PlaneEntry {
-    /// How the plane is stored.
-    pub codec: Codec,
-    /// Bytes of the plane's payload.
-    pub coded_len: u32,
-}
-
-/// The record that precedes each block's plane payloads.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BlockRecord {
-    /// How the block was split into planes.
-    pub transform: Transform,
-    /// Original bytes in the block.
-    pub raw_len: u32,
-    /// XXH3-64 of the original bytes.
-    pub checksum: u64,
-    /// One entry per plane, in plane order.
-    pub planes: Vec<PlaneEntry>,
-}
-
-impl BlockRecord {
-    /// Serialised length of the record itself.
-    pub fn encoded_len(&self) -> usize {
-        RECORD_FIXED_LEN + PLANE_ENTRY_LEN * self.planes.len() + 4
-    }
-
-    /// Bytes of all plane payloads after the record.
-    pub fn payload_len(&self) -> u64 {
-        self.planes.iter().map(|p| p.coded_len as u64).sum()
-    }
-
-    /// Bytes the block takes in the archive: record plus payloads (its index entry's stored
-    /// length).
-    pub fn stored_len(&self) -> u64 {
-        self.encoded_len() as u64 + self.payload_len()
-    }
-
-    /// Appends the record.
-    pub fn write(&self, out: &mut Vec<u8>) {
-        let start = out.len();
-        out.push(TAG_BLOCK);
-        out.push(self.transform as u8);
-        out.push(self.planes.len() as u8);
-        out.push(0);
-        out.extend_from_slice(&self.raw_len.to_le_bytes());
-        out.extend_from_slice(&self.checksum.to_le_bytes());
-        for p in &self.planes {
-            out.extend_from_slice(&[p.codec.id(), 0, 0, 0]);
-            out.extend_from_slice(&p.coded_len.to_le_bytes());
-        }
-        let check = checksum::structure(&out[start..]);
-        out.extend_from_slice(&check.to_le_bytes());
-    }
-
-    /// Reads the next record, or `None` at the end tag. `index` names the block in errors.
-    pub fn read(r: &mut impl Read, block_size: u32, index: u64) -> Result<Option<BlockRecord>> {
-        let bad = |reason: String| Error::CorruptBlock { index, reason };
-        let mut fixed = [0u8; RECORD_FIXED_LEN + PLANE_ENTRY_LEN * MAX_PLANES + 4];
-        read_exact_or(r, &mut fixed[..1], "block record")?;
-        match fixed[0] {
-            TAG_END => return Ok(None),
-            TAG_BLOCK => {}
-            t => return Err(bad(format!("bad record tag 0x{t:02x}"))),
-        }
-        read_exact_or(r, &mut fixed[1..RECORD_FIXED_LEN], "block record")?;
-        let count = fixed[2] as usize;
-        if count == 0 || count > MAX_PLANES {
-            return Err(bad(format!("impossible plane count {count}")));
-        }
-        let end = RECORD_FIXED_LEN + PLANE_ENTRY_LEN * count;
-        read_exact_or(r, &mut fixed[RECORD_FIXED_LEN..end + 4], "block record")?;
-        if checksum::structure(&fixed[..end]) != u32_at(&fixed, end) {
-            return Err(bad("record checksum mismatch".into()));
-        }
-        let transform = Transform::from_id(fixed[1])
-            .ok_or_else(|| bad(format!("unknown transform {}", fixed[1])))?;
-        if count != transform.planes() || fixed[3] != 0 {
-            return Err(bad("record fields inconsistent with its transform".into()));
-        }
-        let raw_len = u32_at(&fixed, 4);
-        if raw_len == 0
-            || raw_len as usize > transform.block_cap(block_size as usize)
-            || !(raw_len as usize).is_multiple_of(transform.width())
-        {
-            return Err(bad(format!("impossible block length {raw_len}")));
-        }
-        let mut planes = Vec::with_capacity(count);
-        for k in 0..count {
-            let at = RECORD_FIXED_LEN + PLANE_ENTRY_LEN * k;
-            let codec = Codec::from_id(fixed[at])
-                .ok_or_else(|| bad(format!("plane {k}: unknown codec {}", fixed[at])))?;
-            if fixed[at + 1..at + 4] != [0, 0, 0] {
-                return Err(bad(format!("plane {k}: reserved bytes are not zero")));
-            }
-            let coded_len = u32_at(&fixed, at + 4);
-            planes.push(PlaneEntry { codec, coded_len });
-        }
-        check_planes(transform, raw_len as usize, &planes).map_err(bad)?;
-        Ok(Some(BlockRecord {
-            transform,
-            raw_len,
-            checksum: u64_at(&fixed, 8),
-            planes,
-        }))
-    }
-}
-
-/// Where one block lives, in the archive and in the original file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct IndexEntry {
-    /// Archive offset of the block's record.
-    pub offset: u64,
-    /// Offset of the block's first byte in the original file.
-    pub raw_offset: u64,
-    /// Original bytes in the block.
-    pub raw_len: u32,
-    /// Archive bytes of record and payloads together.
-    pub stored_len: u32,
-}
-
-impl IndexEntry {
-    fn write(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.offset.to_le_bytes());
-        out.extend_from_slice(&self.raw_offset.to_le_bytes());
-        out.extend_from_slice(&self.raw_len.to_le_bytes());
-        out.extend_from_slice(&self.stored_len.to_le_bytes());
-    }
-
-    fn parse(b: &[u8]) -> IndexEntry {
-        IndexEntry {
-            offset: u64_at(b, 0),
-            raw_offset: u64_at(b, 8),
-            raw_len: u32_at(b, 16),
-            stored_len: u32_at(b, 20),
-        }
-    }
-}
-
-/// The end of an archive: block index and trailer.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Footer {
-    /// Archive offset of the end tag (the index follows it).
-    pub end_offset: u64,
-    /// One entry per block, in order.
-    pub index: Vec<IndexEntry>,
-    /// Length of the original file.
-    pub original_len: u64,
-    /// MD5 of the original file; zero when the header says it is not recorded.
-    pub md5: [u8; 16],
-}
-
-impl Footer {
-    /// Writes end tag, index and trailer.
-    pub fn write(&self, w: &mut impl Write) -> io::Result<()> {
-        let mut b = Vec::with_capacity(1 + self.index.len() * INDEX_ENTRY_LEN + TRAILER_LEN);
-        b.push(TAG_END);
-        for e in &self.index {
-            e.write(&mut b);
-        }
-        b.extend_from_slice(&self.end_offset.to_le_bytes());
-        b.extend_from_slice(&(self.index.len() as u64).to_le_bytes());
-        b.extend_from_slice(&self.original_len.to_le_bytes());
-        b.extend_from_slice(&self.md5);
-        let sum = checksum::xxh3(&b[1..]);
-        b.extend_from_slice(&sum.to_le_bytes());
-        b.extend_from_slice(&END_MAGIC);
-        w.write_all(&b)
-    }
-
-    /// Total serialised length including the end tag.
-    pub fn encoded_len(blocks: u64) -> u64 {
-        1 + blocks * INDEX_ENTRY_LEN as u64 + TRAILER_LEN as u64
-    }
-
-    /// Reads index and trailer after the end tag, when `blocks` blocks were seen.
-    pub fn read_after_tag(r: &mut impl Read, blocks: u64) -> Result<Footer> {
-        let len = blocks as usize * INDEX_ENTRY_LEN + TRAILER_LEN;
-        let mut b = vec![0u8; len];
-        read_exact_or(r, &mut b, "block index and trailer")?;
-        Footer::parse(&b, blocks)
-    }
-
-    /// Parses index and trailer bytes (everything after the end tag).
-    pub fn parse(b: &[u8], blocks: u64) -> Result<Footer> {
-        let n = blocks as usize;
-        if b.len() != n * INDEX_ENTRY_LEN + TRAILER_LEN {
-            return Err(corrupt("index length does not match its block count"));
-        }
-        let t = &b[n * INDEX_ENTRY_LEN..];
-        if t[48..52] != END_MAGIC {
-            return Err(corrupt("trailer magic missing"));
-        }
-        if checksum::xxh3(&b[..b.len() - 12]) != u64_at(t, 40) {
-            return Err(corrupt("index or trailer checksum mismatch"));
-        }
-        if u64_at(t, 8) != blocks {
-            return Err(corrupt(format!(
-                "trailer says {} blocks, archive holds {blocks}",
-                u64_at(t, 8)
-            )));
-        }
-        let index: Vec<IndexEntry> = b[..n * INDEX_ENTRY_LEN]
-            .chunks_exact(INDEX_ENTRY_LEN)
-            .map(IndexEntry::parse)
-            .collect();
-        let mut md5 = [0u8; 16];
-        md5.copy_from_slice(&t[24..40]);
-        Ok(Footer {
-            end_offset: u64_at(t, 0),
-            index,
-            original_len: u64_at(t, 16),
-            md5,
-        })
-    }
-
-    /// Reads the footer of a seekable archive of `archive_len` bytes from its end.
-    pub fn read_from_end<R: Read + io::Seek>(r: &mut R, archive_len: u64) -> Result<Footer> {
-        if archive_len < TRAILER_LEN as u64 + 1 {
-            return Err(Error::Truncated("trailer"));
-        }
-        r.seek(io::SeekFrom::Start(archive_len - TRAILER_LEN as u64))?;
-        let mut t = [0u8; TRAILER_LEN];
-        read_exact_or(r, &mut t, "trailer")?;
-        if t[48..52] != END_MAGIC {
-            return Err(Error::Truncated("trailer (end magic missing)"));
-        }
-        let end_offset = u64_at(&t, 0);
-        let blocks = u64_at(&t, 8);
-        let room = archive_len - TRAILER_LEN as u64;
-        let index_end = blocks
-            .checked_mul(INDEX_ENTRY_LEN as u64)
-            .and_then(|l| l.checked_add(end_offset))
-            .and_then(|l| l.checked_add(1));
-        if index_end != Some(room) {
-            return Err(corrupt("trailer's block count and index position disagree"));
-        }
-        r.seek(io::SeekFrom::Start(end_offset))?;
-        let mut tag = [0u8; 1];
-        read_exact_or(r, &mut tag, "end tag")?;
-        if tag[0] != TAG_END {
-            return Err(corrupt("end tag missing where the trailer points"));
-        }
-        Footer::read_after_tag(r, blocks)
-    }
-}
-
-/// Checks the planes of a block record of `raw_len` bytes against each codec's rules and the
-/// pairing rules; `Err` says what is wrong.
-fn check_planes(
-    transform: Transform,
-    raw_len: usize,
-    planes: &[PlaneEntry],
-) -> std::result::Result<(), String> {
-    for (k, p) in planes.iter().enumerate() {
-        let plane_len = transform.plane_len(k, raw_len) as u32;
-        let slot = Slot {
-            plane: k,
-            transform,
-            plane_len,
-        };
-        if !(p.codec.spec().fits)(slot, p.coded_len) {
-            return Err(format!(
-                "plane {k}: {} length {} impossible for {plane_len} bytes",
-                p.codec.name(),
-                p.coded_len
-            ));
-        }
-    }
-    let head = planes[0].codec;
-    let second = planes.get(1).map(|p| p.codec);
-    let partnered = second.is_some_and(|c| matches!(c.spec().decode, Decode::Partner));
-    match head.spec().partner {
-        Some(partner) if second != Some(partner) => Err(format!(
-            "{} and {} planes must come as a pair",
-            head.name(),
-            partner.name()
-        )),
-        None if partnered => Err(format!(
-            "{} plane without the codec it pairs with",
-            second.map_or("", Codec::name)
-        )),
-        _ => Ok(()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::codec::Codec;
+    use crate::transform::Transform;
 
     /// The fixed part alone gives what the whole header says of the block size and the
     /// references, and refuses what the whole one refuses for its fixed part.

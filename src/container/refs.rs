@@ -8,6 +8,8 @@
 
 use super::checksum;
 use crate::error::{Error, Result};
+use crate::gguf::quant;
+use crate::gguf::types::GgmlType;
 use crate::read::read_exact_or;
 use crate::safetensors::TensorInfo;
 use std::collections::HashMap;
@@ -32,6 +34,59 @@ pub enum Source {
     },
     /// An earlier tensor of this file holding the same bytes.
     Tensor(String),
+    /// The seed's tensor of the same name, converted to f32 and quantized to this tensor's ggml
+    /// type by the quantizer named (format version 7): a quant coded against its seed.
+    Derived(Derived),
+}
+
+/// A tensor re-derived from its seed: the seed tensor's identity, the types on both sides,
+/// the quantizer, and how many of the tensor's ggml blocks re-derived exactly at encode.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Derived {
+    /// Bytes of the seed tensor.
+    pub len: u64,
+    /// XXH3-128 (seed 0) of the seed tensor's bytes.
+    pub digest: u128,
+    /// ggml type id of the seed tensor (F32, F16 or BF16).
+    pub seed_type: u32,
+    /// ggml type id of this tensor, as the kept header gives it.
+    pub quant_type: u32,
+    /// The quantizer that makes the prediction ([`crate::gguf::quant::QUANTIZERS`]).
+    pub quantizer: String,
+    /// ggml blocks of this tensor equal to their prediction, counted at encode.
+    pub exact: u64,
+}
+
+impl Derived {
+    /// The seed and quant types of a derived entry, or why they cannot be.
+    pub(crate) fn types(
+        &self,
+    ) -> std::result::Result<(&'static GgmlType, &'static GgmlType), String> {
+        if !quant::QUANTIZERS.contains(&self.quantizer.as_str()) {
+            return Err(format!(
+                "quantizer {:?} is unknown to this build (it knows {:?})",
+                self.quantizer,
+                quant::QUANTIZERS
+            ));
+        }
+        let seed = GgmlType::from_id(self.seed_type)
+            .filter(|t| quant::is_seed_type(t))
+            .ok_or_else(|| format!("seed type {} is not F32, F16 or BF16", self.seed_type))?;
+        let made = GgmlType::from_id(self.quant_type)
+            .filter(|t| quant::can_quantize(t) && t.id != seed.id)
+            .ok_or_else(|| format!("type {} is not one the quantizer makes", self.quant_type))?;
+        Ok((seed, made))
+    }
+
+    /// The ggml blocks of a derived entry's tensor: the seed's values over the quant's block.
+    pub(crate) fn blocks(&self) -> u64 {
+        match self.types() {
+            Ok((seed, quant)) => {
+                self.len / u64::from(seed.block_bytes) / u64::from(quant.block_values)
+            }
+            Err(_) => 0,
+        }
+    }
 }
 
 /// One tensor coded against other bytes.
@@ -107,6 +162,16 @@ impl References {
                     put_name(&mut body, &e.tensor);
                     put_name(&mut body, from);
                 }
+                Source::Derived(d) => {
+                    body.push(2);
+                    put_name(&mut body, &e.tensor);
+                    body.extend_from_slice(&d.len.to_le_bytes());
+                    body.extend_from_slice(&d.digest.to_le_bytes());
+                    body.extend_from_slice(&d.seed_type.to_le_bytes());
+                    body.extend_from_slice(&d.quant_type.to_le_bytes());
+                    put_name(&mut body, &d.quantizer);
+                    body.extend_from_slice(&d.exact.to_le_bytes());
+                }
             }
         }
         let mut b = Vec::with_capacity(body.len() + 20);
@@ -127,18 +192,27 @@ impl References {
                     + match &e.source {
                         Source::Base { .. } => 8 + 16,
                         Source::Tensor(from) => name(from),
+                        Source::Derived(d) => 8 + 16 + 4 + 4 + name(&d.quantizer) + 8,
                     }
             })
             .sum();
         12 + name(&self.base_name) + 4 + entries + 8
     }
 
-    /// Tensors coded against the base, and tensors coded against an earlier one.
+    /// Tensors coded against the base (its tensors as they are, or re-derived from them), and
+    /// tensors coded against an earlier one.
     pub fn counts(&self) -> (usize, usize) {
-        let based = (self.entries.iter())
-            .filter(|e| matches!(e.source, Source::Base { .. }))
+        let repeated = (self.entries.iter())
+            .filter(|e| matches!(e.source, Source::Tensor(_)))
             .count();
-        (based, self.entries.len() - based)
+        (self.entries.len() - repeated, repeated)
+    }
+
+    /// Tensors re-derived from the seed.
+    pub fn derived(&self) -> usize {
+        (self.entries.iter())
+            .filter(|e| matches!(e.source, Source::Derived(_)))
+            .count()
     }
 
     /// Whether the names fit the section's 16-bit length fields.
@@ -149,6 +223,7 @@ impl References {
                 ok(&e.tensor)
                     && match &e.source {
                         Source::Tensor(from) => ok(from),
+                        Source::Derived(d) => ok(&d.quantizer),
                         Source::Base { .. } => true,
                     }
             })
@@ -192,6 +267,14 @@ impl References {
                     digest: u128::from_le_bytes(f.int()?),
                 },
                 1 => Source::Tensor(f.name()?),
+                2 => Source::Derived(Derived {
+                    len: u64::from_le_bytes(f.int()?),
+                    digest: u128::from_le_bytes(f.int()?),
+                    seed_type: u32::from_le_bytes(f.int()?),
+                    quant_type: u32::from_le_bytes(f.int()?),
+                    quantizer: f.name()?,
+                    exact: u64::from_le_bytes(f.int()?),
+                }),
                 k => return Err(corrupt(format!("unknown reference kind {k}"))),
             };
             entries.push(Reference { tensor, source });
@@ -237,6 +320,7 @@ impl References {
                     )))
                 }
                 Source::Base { .. } => {}
+                Source::Derived(d) => check_derived(&e.tensor, t, d)?,
                 Source::Tensor(from) => {
                     let s = find(from)?;
                     if s.len() != t.len() || s.end > t.begin || repeated.contains(from.as_str()) {
@@ -247,6 +331,26 @@ impl References {
         }
         Ok(())
     }
+}
+
+/// Checks a derived tensor's entry against the tensor `t` of the kept header: its ggml type
+/// the one recorded, a type the quantizer makes; the seed type F32, F16 or BF16, and the seed
+/// tensor as many values long; the exact blocks no more than the tensor has.
+fn check_derived(name: &str, t: &TensorInfo, d: &Derived) -> Result<()> {
+    let bad = |what: &str| corrupt(format!("derived tensor {name:?}: {what}"));
+    let (seed, quant) = d.types().map_err(|e| bad(&e))?;
+    if quant.name != t.dtype_name {
+        return Err(bad("its type is not the kept header's"));
+    }
+    let blocks = t.len() / u64::from(quant.block_bytes);
+    if !t.len().is_multiple_of(u64::from(quant.block_bytes)) || d.exact > blocks {
+        return Err(bad("more exact blocks than blocks"));
+    }
+    let values = blocks.checked_mul(u64::from(quant.block_values));
+    if values.and_then(|v| v.checked_mul(u64::from(seed.block_bytes))) != Some(d.len) {
+        return Err(bad("the seed tensor's length does not match"));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

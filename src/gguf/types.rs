@@ -61,7 +61,7 @@ const fn field(name: &'static str, offset: usize, len: usize, packing: Packing) 
     }
 }
 
-use crate::safetensors::Dtype;
+use crate::tensor::Dtype;
 use Packing::{Bits, Bytes, Crumbs, Nibbles, F16, F32, I16};
 
 /// A ggml tensor type: its id in GGUF files, name, and block geometry.

@@ -5,8 +5,9 @@ use super::digest::DigestWorker;
 use super::pool::Pool;
 use super::refs::{NoOwn, OwnBytes, Retained, Sources, Spans};
 use super::source::{Payload, Source, Stream};
-use super::{on_threads, ordered, Budget, Pending, Pools, DEFAULT_MEMORY};
+use super::{on_threads, ordered_until, Budget, Pending, Pools, DEFAULT_MEMORY};
 use crate::base::Base;
+use crate::cancel::Cancel;
 use crate::container::{checksum::hex, BlockRecord, FileHeader, Footer, IndexEntry, Kind, Mode};
 use crate::error::{Error, Result};
 use crate::read::read_up_to;
@@ -54,6 +55,9 @@ pub struct DecodeOptions<'a> {
     /// the file meanwhile kills this one with SIGBUS. Off, the file is read with positioned
     /// reads, and a file truncated meanwhile is an error like any other.
     pub map: bool,
+    /// A token that stops the run once set ([`Cancel`]): it ends with
+    /// [`Error::Cancelled`] once the blocks being decoded are done, writing nothing more.
+    pub cancel: Option<&'a Cancel>,
 }
 
 impl Default for DecodeOptions<'_> {
@@ -66,6 +70,7 @@ impl Default for DecodeOptions<'_> {
             memory: DEFAULT_MEMORY,
             base: None,
             map: true,
+            cancel: None,
         }
     }
 }
@@ -80,6 +85,7 @@ impl std::fmt::Debug for DecodeOptions<'_> {
             .field("memory", &self.memory)
             .field("base", &self.base.map(Base::name))
             .field("map", &self.map)
+            .field("cancel", &self.cancel)
             .finish()
     }
 }
@@ -392,8 +398,9 @@ pub(crate) fn decode_from<'a, S: Source<'a> + Send, W: Write + Send>(
             Some(stored) => Kept::Pending(Pending::spawn(s, move || Ok(stored.open()?.0))),
             None => Kept::Ready(std::mem::take(&mut header.prefix)),
         };
-        ordered(
+        ordered_until(
             budget.window,
+            opts.cancel,
             &mut || {
                 // Decoded blocks the MD5 thread has not hashed yet stay in memory.
                 if let Some(d) = &digest {

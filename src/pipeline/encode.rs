@@ -5,11 +5,12 @@ use super::digest::DigestWorker;
 use super::plan::{Planner, TensorRows};
 use super::pool::{Pool, Pooled};
 use super::refs::{FillCheck, Input, NoOwn, OwnBytes, Spans};
-use super::{dedup, on_threads, ordered, Budget, Pending, Pools, DEFAULT_MEMORY};
+use super::{dedup, on_threads, ordered_until, Budget, Pending, Pools, DEFAULT_MEMORY};
 use crate::base::Base;
+use crate::cancel::{self, Cancel};
 use crate::choice::SignModels;
 use crate::container::kept;
-use crate::container::refs::{Reference, References, Source};
+use crate::container::refs::{Derived, Reference, References, Source};
 use crate::container::{
     check_block_size, BlockRecord, FileHeader, Footer, IndexEntry, Kind, Mode, DEFAULT_BLOCK_SIZE,
     MAX_KEPT_GGUF, MAX_KEPT_JSON,
@@ -76,6 +77,9 @@ pub struct EncodeOptions<'a> {
     /// safetensors file needs a reader of format version 5; [`SignModels::Off`] writes what
     /// readers of version 4 decode.
     pub sign_models: SignModels,
+    /// A token that stops the run once set ([`Cancel`]): it ends with
+    /// [`Error::Cancelled`] once the blocks being coded are done, writing nothing more.
+    pub cancel: Option<&'a Cancel>,
 }
 
 impl EncodeOptions<'_> {
@@ -93,6 +97,7 @@ impl EncodeOptions<'_> {
             base: None,
             dedup: true,
             sign_models: SignModels::default(),
+            cancel: None,
         }
     }
 
@@ -123,6 +128,7 @@ impl std::fmt::Debug for EncodeOptions<'_> {
             .field("base", &self.base.map(Base::name))
             .field("dedup", &self.dedup)
             .field("sign_models", &self.sign_models)
+            .field("cancel", &self.cancel)
             .finish()
     }
 }
@@ -146,6 +152,9 @@ pub struct EncodeReport {
     /// Tensors paired with a tensor of the base ([`EncodeOptions::base`]), coded against it
     /// block by block where that is smaller.
     pub based_tensors: usize,
+    /// Of those, quant tensors re-derived from the base, their seed (quantized with
+    /// [`crate::derive::QUANTIZER`]).
+    pub derived_tensors: usize,
     /// Tensors stored as a reference to an earlier, identical one ([`EncodeOptions::dedup`]).
     pub repeated_tensors: usize,
     /// The base's name as the archive records it, when some tensor is coded against it.
@@ -180,7 +189,7 @@ fn probe(input: &mut impl Read, input_len: Option<u64>) -> Result<Probed> {
     let mut first = [0u8; 8];
     let got = read_up_to(input, &mut first)?;
     let consumed = first[..got].to_vec();
-    if got >= 4 && first[..4] == crate::gguf::MAGIC {
+    if Kind::by_magic(&first[..got]) == Some(Kind::Gguf) {
         return probe_gguf(input, input_len, consumed);
     }
     Ok(match probe_safetensors(input, input_len, consumed)? {
@@ -481,18 +490,20 @@ pub fn encode_to_vec(input: &[u8], opts: &EncodeOptions) -> Result<Vec<u8>> {
 }
 
 /// The references of the input whose tensors `header` describes (data from `prefix_len`): its
-/// tensors repeating earlier ones, found through `at` when `dedup` asks for it, and the
-/// others' namesakes in `base` of the same dtype and shape, with their digests. `None` when
-/// there are none.
+/// tensors repeating earlier ones, found through `at` when `dedup` asks for it, the
+/// others' namesakes in `base` of the same dtype and shape, with their digests, and (with
+/// random access to the input, `at`) the quant tensors re-derived from their namesakes in
+/// `base` ([`derived`]). `None` when there are none.
 fn references(
     header: &Header,
     prefix_len: u64,
     base: Option<&Base>,
     at: Option<&dyn ReadAt>,
+    dedup: bool,
 ) -> Result<Option<References>> {
     let tensors = &header.tensors;
     let mut sources: Vec<Option<Source>> = vec![None; tensors.len()];
-    if let Some(at) = at {
+    if let Some(at) = at.filter(|_| dedup) {
         for (repeat, first) in dedup::find(tensors, prefix_len, at)? {
             sources[repeat] = Some(Source::Tensor(tensors[first].name.clone()));
         }
@@ -513,7 +524,13 @@ fn references(
             let len = tensors[i].len();
             sources[i] = Some(Source::Base { len, digest });
         }
-        if !paired.is_empty() {
+        if let Some(at) = at {
+            derived(tensors, prefix_len, base, at, &mut sources)?;
+        }
+        if sources
+            .iter()
+            .any(|s| matches!(s, Some(Source::Base { .. } | Source::Derived(_))))
+        {
             base_name = base.name().to_string();
         }
     }
@@ -529,6 +546,39 @@ fn references(
         .collect();
     let refs = References { base_name, entries };
     Ok((!refs.entries.is_empty() && refs.fits()).then_some(refs))
+}
+
+/// Sets the source of each tensor of `tensors` (data from `prefix_len`, read through `at`)
+/// without one that re-derives from its namesake in `base` ([`crate::derive::derivable`]): a
+/// derived reference where at least one of its ggml blocks re-derives exactly. A tensor none
+/// of whose blocks does (an unrelated seed) is coded alone.
+fn derived(
+    tensors: &[crate::TensorInfo],
+    prefix_len: u64,
+    base: &Base,
+    at: &dyn ReadAt,
+    sources: &mut [Option<Source>],
+) -> Result<()> {
+    for (t, source) in tensors.iter().zip(sources.iter_mut()) {
+        let Some(seed) = base.tensor(&t.name).filter(|_| source.is_none()) else {
+            continue;
+        };
+        let Some((sty, qty)) = crate::derive::derivable(seed, t) else {
+            continue;
+        };
+        let exact = crate::derive::count_exact(base, t, sty, qty, at, prefix_len + t.begin)?;
+        if exact > 0 {
+            *source = Some(Source::Derived(Derived {
+                len: seed.len(),
+                digest: base.digest(&t.name)?,
+                seed_type: sty.id,
+                quant_type: qty.id,
+                quantizer: crate::derive::QUANTIZER.to_string(),
+                exact,
+            }));
+        }
+    }
+    Ok(())
 }
 
 /// [`encode`] on the current thread pool; `at` gives random access to the input (a file or
@@ -547,11 +597,11 @@ fn encode_here<R: Read + Send, W: Write + Send>(
         pending,
         reason: generic_reason,
     } = probe(&mut input, opts.input_len)?;
-    let at = at.filter(|_| opts.dedup);
     let refs = match &header {
-        Some(h) => references(h, prefix.len() as u64, opts.base, at)?,
+        Some(h) => references(h, prefix.len() as u64, opts.base, at, opts.dedup)?,
         None => None,
     };
+    let at = at.filter(|_| opts.dedup);
     let spans = Spans::new(
         refs.as_ref(),
         header.as_ref().map_or(&[], |h| &h.tensors),
@@ -562,6 +612,9 @@ fn encode_here<R: Read + Send, W: Write + Send>(
         .as_ref()
         .map(|r| r.base_name.clone())
         .filter(|n| !n.is_empty());
+    let derived_tensors = refs.as_ref().map_or(0, References::derived);
+    // Finding repeated tensors reads the whole input once.
+    cancel::check(opts.cancel)?;
     #[cfg(feature = "internals")]
     crate::hook::reach(crate::hook::Point::Planned);
     let budget = Budget::new(opts.memory, opts.block_size, 2, 0, refs.is_some())?;
@@ -620,8 +673,9 @@ fn encode_here<R: Read + Send, W: Write + Send>(
             header: file_header,
             packed,
         });
-        ordered(
+        ordered_until(
             budget.window,
+            opts.cancel,
             &mut || {
                 // The MD5 thread hashes each block as soon as it is read, off the coding path,
                 // holding blocks already written no further behind than the budget allows.
@@ -695,6 +749,7 @@ fn encode_here<R: Read + Send, W: Write + Send>(
         generic_reason,
         md5: opts.md5.then_some(footer.md5),
         based_tensors,
+        derived_tensors,
         repeated_tensors,
         base_name,
     })

@@ -13,6 +13,7 @@ pub mod pool;
 pub mod refs;
 pub mod source;
 
+use crate::cancel::{self, Cancel};
 use std::collections::VecDeque;
 use std::sync::mpsc::{channel, Receiver};
 use std::time::Duration;
@@ -190,24 +191,42 @@ type Outcome<C> = std::thread::Result<C>;
 /// read but not yet written; `write` gets the coded units in reading order, on the calling
 /// thread, as soon as each one and all before it are done.
 ///
-/// A slow block holds back only the writing, never the workers. Safe to call from inside the pool (folders code several files at once): while it waits,
-/// the calling thread runs queued work instead of blocking a worker. After an error nothing
-/// more is read or written, and the units in flight are waited for.
+/// A slow block holds back only the writing, never the workers. Safe to call from inside the
+/// pool (folders code several files at once): while it waits, the calling thread runs queued
+/// work instead of blocking a worker. After an error nothing more is read or written, and the
+/// units in flight are waited for.
 pub(crate) fn ordered<B: Send, C: Send>(
     window: usize,
     read: &mut dyn FnMut() -> crate::Result<Option<B>>,
     code: &(dyn Fn(B) -> C + Sync),
     write: &mut dyn FnMut(C) -> crate::Result<()>,
 ) -> crate::Result<()> {
-    let (tx, rx) = channel::<(usize, Outcome<C>)>();
+    ordered_until(window, None, read, code, write)
+}
+
+/// [`ordered`], stopped by `cancel` once it is set: nothing more is read or written, and the
+/// units in flight whose coding has not begun are dropped uncoded, so that the run ends once
+/// the units being coded are done ([`Error::Cancelled`](crate::Error::Cancelled)).
+pub(crate) fn ordered_until<B: Send, C: Send>(
+    window: usize,
+    cancel: Option<&Cancel>,
+    read: &mut dyn FnMut() -> crate::Result<Option<B>>,
+    code: &(dyn Fn(B) -> C + Sync),
+    write: &mut dyn FnMut(C) -> crate::Result<()>,
+) -> crate::Result<()> {
+    let (tx, rx) = channel::<(usize, Outcome<Option<C>>)>();
     rayon::in_place_scope(|s| {
-        // `done[i]` is unit `written + i`, once coded.
-        let mut done: VecDeque<Option<C>> = VecDeque::new();
+        // `done[i]` is unit `written + i`, once coded (`Some(None)` when dropped uncoded).
+        let mut done: VecDeque<Option<Option<C>>> = VecDeque::new();
         let (mut sent, mut written) = (0usize, 0usize);
         let mut read_all = false;
         let mut result = Ok(());
         loop {
             while result.is_ok() && !read_all && done.len() < window.max(1) {
+                if let Err(e) = cancel::check(cancel) {
+                    result = Err(e);
+                    break;
+                }
                 match read() {
                     Ok(Some(unit)) => {
                         let (tx, seq) = (tx.clone(), sent);
@@ -216,7 +235,10 @@ pub(crate) fn ordered<B: Send, C: Send>(
                         s.spawn(move |_| {
                             let coded =
                                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                                    code(unit)
+                                    match cancel.is_some_and(Cancel::is_cancelled) {
+                                        true => None,
+                                        false => Some(code(unit)),
+                                    }
                                 }));
                             // The receiver outlives the scope, so the send cannot fail.
                             let _ = tx.send((seq, coded));
@@ -240,7 +262,13 @@ pub(crate) fn ordered<B: Send, C: Send>(
                 if let Some(Some(c)) = done.pop_front() {
                     written += 1;
                     if result.is_ok() {
-                        result = write(c);
+                        result = cancel::check(cancel);
+                    }
+                    match c {
+                        Some(c) if result.is_ok() => result = write(c),
+                        // Dropped uncoded: only once the token was set.
+                        None if result.is_ok() => result = Err(crate::Error::Cancelled),
+                        _ => {}
                     }
                 }
             }
@@ -292,6 +320,43 @@ fn receive<T>(rx: &Receiver<T>) -> T {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A token set while a unit is coded stops the run there: the units in flight whose
+    /// coding has not begun are dropped uncoded, and nothing more is read or written.
+    #[test]
+    fn a_token_set_mid_run_drops_the_units_not_yet_begun() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        let cancel = Cancel::new();
+        let coded = std::sync::atomic::AtomicUsize::new(0);
+        let (mut read, mut written) = (0, 0);
+        let result = pool.install(|| {
+            ordered_until(
+                8,
+                Some(&cancel),
+                &mut || {
+                    read += 1;
+                    Ok((read <= 100).then_some(read))
+                },
+                &|unit: usize| {
+                    coded.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    cancel.cancel();
+                    unit
+                },
+                &mut |_| {
+                    written += 1;
+                    Ok(())
+                },
+            )
+        });
+        assert!(matches!(result, Err(crate::Error::Cancelled)), "{result:?}");
+        // One worker thread: the first unit coded sets the token before any other begins.
+        assert_eq!(coded.into_inner(), 1);
+        assert_eq!(written, 0);
+        assert!(read <= 8, "{read} units read");
+    }
 
     /// A pool whose threads cannot start says why once, with the cause's kind.
     #[test]

@@ -10,6 +10,7 @@
 use crate::base::Base;
 use crate::container::refs::{References, Source};
 use crate::error::{Error, Result};
+use crate::gguf::types::GgmlType;
 use crate::read::ReadAt;
 use crate::safetensors::TensorInfo;
 use std::collections::HashMap;
@@ -27,9 +28,22 @@ pub enum From {
         len: u64,
         /// Its XXH3-128.
         digest: u128,
+        /// For a tensor re-derived from the base (a quant from its seed): the types it is
+        /// quantized from and to. `None`: the base tensor's bytes as they are.
+        derive: Option<Derive>,
     },
     /// The bytes of the original file from this offset on (an earlier tensor of the file).
     Own(u64),
+}
+
+/// How a quant tensor is re-derived from its seed tensor: widened from `seed`'s type to f32,
+/// quantized to `quant`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Derive {
+    /// The seed tensor's type (F32, F16 or BF16).
+    pub seed: &'static GgmlType,
+    /// The quant tensor's type.
+    pub quant: &'static GgmlType,
 }
 
 /// One referenced tensor: its bytes in the original file and their source.
@@ -171,7 +185,17 @@ impl Spans {
                         name: e.tensor.clone(),
                         len: *len,
                         digest: *digest,
+                        derive: None,
                     },
+                    Source::Derived(d) => {
+                        let (seed, quant) = d.types().ok()?;
+                        From::Base {
+                            name: e.tensor.clone(),
+                            len: d.len,
+                            digest: d.digest,
+                            derive: Some(Derive { seed, quant }),
+                        }
+                    }
                     Source::Tensor(s) => From::Own(at(by_name.get(s.as_str())?).start),
                 };
                 Some(Span { range: at(t), from })
@@ -253,11 +277,16 @@ impl Spans {
     /// Checks that `base` holds every base tensor the spans overlapping `ranges` need,
     /// computing digests several at a time; without a base, that none is needed.
     pub fn verify(&self, base: Option<&Base>, ranges: &[Range<u64>]) -> Result<()> {
-        let mut needed: Vec<(&str, u64, u128)> = ranges
+        let mut needed: Vec<(&str, u64, u128, Option<Derive>)> = ranges
             .iter()
             .flat_map(|r| self.overlapping(r.clone()))
             .filter_map(|s| match &s.from {
-                From::Base { name, len, digest } => Some((name.as_str(), *len, *digest)),
+                From::Base {
+                    name,
+                    len,
+                    digest,
+                    derive,
+                } => Some((name.as_str(), *len, *digest, *derive)),
                 From::Own(_) => None,
             })
             .collect();
@@ -269,14 +298,41 @@ impl Spans {
         let base = base.ok_or_else(|| self.base_needed())?;
         let present: Vec<&str> = needed
             .iter()
-            .filter(|(n, len, _)| base.tensor(n).is_some_and(|t| t.len() == *len))
-            .map(|(n, _, _)| *n)
+            .filter(|(n, len, ..)| base.tensor(n).is_some_and(|t| t.len() == *len))
+            .map(|(n, ..)| *n)
             .collect();
         base.digests(&present)?;
-        for (name, len, digest) in needed {
-            base.verify(&self.base_name, name, len, digest)?;
+        for (name, len, digest, derive) in needed {
+            self.check_base(base, name, len, digest, derive)?;
         }
         Ok(())
+    }
+
+    /// Checks that `base` holds the tensor `name` with `len` bytes of XXH3-128 `digest`, and,
+    /// for a tensor re-derived from it, of the seed type recorded.
+    fn check_base(
+        &self,
+        base: &Base,
+        name: &str,
+        len: u64,
+        digest: u128,
+        derive: Option<Derive>,
+    ) -> Result<()> {
+        base.verify(&self.base_name, name, len, digest)?;
+        match derive {
+            Some(d)
+                if base
+                    .tensor(name)
+                    .is_some_and(|t| t.dtype_name != d.seed.name) =>
+            {
+                Err(Error::BaseMismatch {
+                    given: base.name().to_string(),
+                    needed: self.base_name.clone(),
+                    reason: format!("its tensor {name:?} is not {}", d.seed.name),
+                })
+            }
+            _ => Ok(()),
+        }
     }
 
     fn base_needed(&self) -> Error {
@@ -305,10 +361,20 @@ impl Spans {
             let dst = &mut out[(a - start) as usize..(b - start) as usize];
             let offset = a - s.range.start;
             match &s.from {
-                From::Base { name, len, digest } => {
+                From::Base {
+                    name,
+                    len,
+                    digest,
+                    derive,
+                } => {
                     let base = base.ok_or_else(|| self.base_needed())?;
-                    base.verify(&self.base_name, name, *len, *digest)?;
-                    base.read(name, offset, dst)?;
+                    self.check_base(base, name, *len, *digest, *derive)?;
+                    match derive {
+                        None => base.read(name, offset, dst)?,
+                        Some(d) => {
+                            crate::derive::predict(base, name, d.seed, d.quant, offset, dst)?
+                        }
+                    }
                 }
                 From::Own(src) => {
                     let from = src + offset;
@@ -428,6 +494,19 @@ impl<'s> FillCheck<'s> {
         for (k, s) in self.spans.spans.iter().enumerate() {
             let filled = self.filled.done[k];
             match &s.from {
+                // A prediction is not the seed's bytes: the seed is hashed again instead, so a
+                // seed changed while it was read is found (unless changed back meanwhile).
+                From::Base {
+                    name: tensor,
+                    digest,
+                    derive: Some(_),
+                    ..
+                } => {
+                    let base = base.ok_or_else(|| self.base_needed())?;
+                    if base.digest_again(tensor)? != *digest {
+                        return Err(base.changed(tensor));
+                    }
+                }
                 From::Base {
                     name: tensor,
                     digest,

@@ -1,7 +1,7 @@
 //! [`RemoteFile`]: a remote object read with range requests, fetching ahead what the reader
 //! plans to read ([`Prefetch`]) over several connections.
 
-use super::{runtime, Counters, Location, RemoteOptions, RemoteStats, CHANGED};
+use super::{block_on, runtime, Counters, Location, RemoteOptions, RemoteStats, CHANGED};
 use crate::error::{Error, Result};
 use crate::read::{join_adjacent, seek_position, Prefetch};
 use bytes::Bytes;
@@ -10,6 +10,7 @@ use object_store::{GetOptions, GetRange, ObjectMeta};
 use std::collections::VecDeque;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use tokio::sync::Semaphore;
@@ -37,7 +38,8 @@ const MAX_PIECE: u64 = 2 << 20;
 /// Opening it makes two requests, for its end and its start; every read after that is served
 /// from bytes fetched ahead when the reader said what it would read, or from one
 /// request of its own. Up to [`RemoteOptions::connections`] requests are in flight at once, and
-/// twice as many pieces (of 1 to 2 MiB) are held ahead of the reader.
+/// twice as many pieces (of 1 to 2 MiB) are held ahead of the reader, or fewer and smaller
+/// ones to fit [`RemoteFile::hold_at_most`].
 pub struct RemoteFile {
     shared: Arc<Shared>,
     pos: u64,
@@ -50,6 +52,10 @@ pub(crate) struct Shared {
     version: Arc<ObjectMeta>,
     len: u64,
     connections: usize,
+    /// Bytes of planned pieces held at once, requested or arrived ([`RemoteFile::hold_at_most`]).
+    ahead: AtomicU64,
+    /// Bytes of the object's start and end, held since it was opened.
+    kept_len: u64,
     counters: Arc<Counters>,
     /// A permit per connection: the requests in flight.
     slots: Arc<Semaphore>,
@@ -96,23 +102,27 @@ impl RemoteFile {
     pub fn open(url: &str, opts: &RemoteOptions) -> Result<RemoteFile> {
         let loc = Location::parse(url, opts)?;
         let counters = super::Counters::new();
-        let rt = runtime()?;
+        let cancel = loc.cancel.clone();
         let tail = get(loc.clone(), GetRange::Suffix(TAIL), None, counters.clone());
-        let (tail_range, version, tail_bytes) = rt.block_on(tail)?;
+        let (tail_range, version, tail_bytes) = block_on(cancel.as_ref(), tail)??;
         let (len, version) = (version.size, Arc::new(version));
         let mut kept = vec![(tail_range.start, tail_bytes)];
         if tail_range.start > 0 {
             let range = GetRange::Bounded(0..HEAD.min(tail_range.start));
             let head = get(loc.clone(), range, Some(version.clone()), counters.clone());
-            let (_, _, head) = rt.block_on(head)?;
+            let (_, _, head) = block_on(cancel.as_ref(), head)??;
             kept.push((0, head));
         }
         let connections = opts.connections.max(1);
+        let kept_len = kept.iter().map(|(_, b)| b.len() as u64).sum();
+        counters.held(kept_len);
         let shared = Shared {
             loc,
             version,
             len,
             connections,
+            ahead: AtomicU64::new(2 * connections as u64 * MAX_PIECE),
+            kept_len,
             counters,
             slots: Arc::new(Semaphore::new(connections)),
             state: Mutex::new(State {
@@ -148,6 +158,17 @@ impl RemoteFile {
         self.shared.will_read(ranges);
     }
 
+    /// Holds at most `bytes` in memory from now on, the object's start and end it opened with
+    /// included: the pieces fetched ahead shrink, and fewer are fetched at once (reads are
+    /// slower, never refused). The pieces get at least 64 KiB however small `bytes` is.
+    /// Returns the most this reader will hold, which a memory budget should count.
+    pub fn hold_at_most(&self, bytes: u64) -> u64 {
+        let ahead = bytes.saturating_sub(self.shared.kept_len).max(MIN_READ);
+        let ahead = ahead.min(2 * self.shared.connections as u64 * MAX_PIECE);
+        self.shared.ahead.store(ahead, Ordering::Relaxed);
+        self.shared.kept_len + ahead
+    }
+
     /// What plans this reader's fetching ahead.
     pub(crate) fn prefetch(&self) -> Arc<dyn Prefetch> {
         self.shared.clone()
@@ -175,13 +196,12 @@ impl Shared {
         }))
     }
 
-    /// Waits for `task`, counting the wait.
+    /// Waits for `task` (unless the reader is cancelled), counting the wait.
     fn wait(&self, task: &mut JoinHandle<Result<Bytes>>) -> io::Result<Bytes> {
-        let rt = runtime().map_err(io::Error::other)?;
         let since = Instant::now();
-        let got = rt.block_on(task);
+        let got = block_on(self.loc.cancel.as_ref(), task);
         self.counters.waited(since);
-        got.map_err(io::Error::other)?.map_err(io::Error::other)
+        got?.map_err(io::Error::other)?.map_err(io::Error::other)
     }
 
     /// Bytes `range`, fetched now.
@@ -190,23 +210,43 @@ impl Shared {
         self.wait(&mut task)
     }
 
-    /// Requests planned pieces until twice as many as there are connections are held ahead.
+    /// Requests planned pieces until twice as many as there are connections are held ahead,
+    /// or as many as fit the bytes it may hold ahead (one at least).
     fn fill(&self, st: &mut State) -> io::Result<()> {
+        let ahead = self.ahead.load(Ordering::Relaxed);
+        let mut held: u64 = st.started.iter().map(|p| p.range.end - p.range.start).sum();
         while st.started.len() < 2 * self.connections {
+            let Some(next) = st.todo.front() else {
+                break;
+            };
+            let len = next.end - next.start;
+            if !st.started.is_empty() && held + len > ahead {
+                break;
+            }
             let Some(range) = st.todo.pop_front() else {
                 break;
             };
+            held += len;
             let task = self.spawn(range.clone())?;
             st.started.push_back(Piece {
                 range,
                 data: Fetch::Pending(task),
             });
         }
+        self.count_held(st);
         Ok(())
+    }
+
+    /// Counts what the reader holds now towards [`RemoteStats::most_held`].
+    fn count_held(&self, st: &State) {
+        let pieces: u64 = st.started.iter().map(|p| p.range.end - p.range.start).sum();
+        let last = st.last.as_ref().map_or(0, |(_, b)| b.len() as u64);
+        self.counters.held(self.kept_len + pieces + last);
     }
 
     /// Fills `buf` from `pos` (in the object) as far as one piece of bytes goes.
     fn read_at(&self, pos: u64, buf: &mut [u8]) -> io::Result<usize> {
+        crate::cancel::check(self.loc.cancel.as_ref())?;
         let mut st = self.lock()?;
         let copy = |start: u64, bytes: &Bytes, buf: &mut [u8]| {
             let from = (pos - start) as usize;
@@ -244,9 +284,11 @@ impl Shared {
             }
         }
         let end = self.len.min(pos + MIN_READ.max(buf.len() as u64));
+        st.last = None;
         let bytes = self.fetch_now(pos..end)?;
         let n = copy(pos, &bytes, buf);
         st.last = Some((pos, bytes));
+        self.count_held(&st);
         Ok(n)
     }
 }
@@ -255,12 +297,16 @@ impl Prefetch for Shared {
     fn will_read(&self, ranges: &[Range<u64>]) {
         // Adjacent ranges make one run, and a run is fetched in pieces over the connections.
         let runs = join_adjacent(ranges.iter().filter(|r| r.start < r.end).cloned());
+        // Two pieces at least fit what may be held ahead, so that one arrives while the
+        // reader is on the other.
+        let most = (self.ahead.load(Ordering::Relaxed) / 2).max(MIN_READ);
         let mut todo = VecDeque::new();
         for run in runs {
             let len = run.end - run.start;
             let piece = len
                 .div_ceil(4 * self.connections as u64)
-                .clamp(MIN_PIECE, MAX_PIECE);
+                .clamp(MIN_PIECE, MAX_PIECE)
+                .min(most);
             let mut at = run.start;
             while at < run.end {
                 let end = run.end.min(at + piece);
@@ -270,6 +316,8 @@ impl Prefetch for Shared {
         }
         if let Ok(mut st) = self.lock() {
             st.started.clear();
+            // The bytes of the last read outside the plan are done with.
+            st.last = None;
             st.todo = todo;
             // Requested now, so that the first bytes are coming while the reader starts.
             let _ = self.fill(&mut st);

@@ -23,14 +23,16 @@
 //! where it stopped ([`RemoteOptions::retries`], [`RemoteOptions::retry_timeout`]).
 
 mod fetch;
+mod list;
 mod upload;
 
 pub use fetch::RemoteFile;
+pub use list::Listing;
 pub use upload::{abort_unfinished, Upload};
 
+use crate::cancel::Cancel;
 use crate::error::{Error, Result};
-use futures::StreamExt;
-use object_store::aws::AmazonS3Builder;
+use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::client::{ClientConfigKey, HttpClient, HttpConnector, HttpError, HttpErrorKind};
 use object_store::http::HttpBuilder;
 use object_store::multipart::MultipartStore;
@@ -58,6 +60,9 @@ pub struct RemoteOptions {
     /// Longest time one request may take, connecting and transferring its range: 60 seconds
     /// by default.
     pub timeout: Duration,
+    /// A token that stops the reads in progress once set ([`Cancel`]): a read waiting for the
+    /// network ends within 50 ms with [`Error::Cancelled`].
+    pub cancel: Option<Cancel>,
 }
 
 impl Default for RemoteOptions {
@@ -67,6 +72,7 @@ impl Default for RemoteOptions {
             retries: 10,
             retry_timeout: Duration::from_secs(180),
             timeout: Duration::from_secs(60),
+            cancel: None,
         }
     }
 }
@@ -92,6 +98,10 @@ pub struct RemoteStats {
     /// Time since the location was opened: what is not `network_wait` of it went to decoding
     /// and to the caller.
     pub elapsed: Duration,
+    /// The most bytes a reader held at once: the start and end of the object it opened with,
+    /// the pieces fetched ahead, and its last read outside them
+    /// ([`RemoteFile::hold_at_most`] bounds it). 0 for uploads.
+    pub most_held: u64,
 }
 
 /// Whether `s` names a remote location (`http://`, `https://`, `s3://`) rather than a path.
@@ -103,34 +113,39 @@ pub fn is_url(s: &str) -> bool {
 }
 
 /// The objects under the prefix `prefix` (`s3://bucket/model/`), at any depth, sorted by
-/// key: each object's location and size. Plain HTTP has no listing: an `http(s)://` prefix
-/// is an error.
+/// key: each object's location and size. Objects whose keys this library cannot read are left
+/// out ([`list_skipping`] names them). Plain HTTP has no listing: an `http(s)://` prefix is an
+/// error.
 pub fn list(prefix: &str, opts: &RemoteOptions) -> Result<Vec<(String, u64)>> {
+    Ok(list_skipping(prefix, opts)?.objects)
+}
+
+/// [`list`], and the locations of the objects left out because their keys are not ones this
+/// library can read (a control character, or an empty, `.` or `..` part), for a note naming
+/// them: one such object does not stop the listing.
+pub fn list_skipping(prefix: &str, opts: &RemoteOptions) -> Result<Listing> {
     let loc = Location::parse(prefix, opts)?;
-    let Some(bucket) = &loc.bucket else {
+    let (Some(bucket), Some(s3)) = (&loc.bucket, &loc.s3) else {
         return Err(Error::InvalidArgument(format!(
             "{}: an http(s) location cannot be listed; name its files one by one",
             loc.url
         )));
     };
-    let store = loc.store.clone();
-    let path = loc.path.clone();
-    let listed: Vec<object_store::ObjectMeta> = runtime()?
-        .block_on(async move {
-            store
-                .list(Some(&path))
-                .collect::<Vec<_>>()
-                .await
-                .into_iter()
-                .collect::<std::result::Result<Vec<_>, _>>()
-        })
-        .map_err(|e| loc.error(e))?;
-    let mut found: Vec<(String, u64)> = listed
-        .into_iter()
-        .map(|m| (format!("s3://{bucket}/{}", m.location), m.size))
-        .collect();
-    found.sort();
-    Ok(found)
+    list::list(&loc, s3, bucket)
+}
+
+/// Puts a small object at `key` of the bucket of the `s3://` location `bucket_url`, whatever
+/// the key (a control character, an empty part): for tests of objects whose keys the rest of
+/// the library refuses.
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub fn put_crafted(bucket_url: &str, key: &str, opts: &RemoteOptions) -> Result<()> {
+    let loc = Location::parse(bucket_url, opts)?;
+    let s3 = loc
+        .s3
+        .as_ref()
+        .ok_or_else(|| Error::InvalidArgument("not s3://".into()))?;
+    list::put(&loc, s3, key)
 }
 
 /// A location resolved: the store that holds it, and its path there.
@@ -147,6 +162,10 @@ struct Location {
     retry_timeout: Duration,
     /// The store of an `s3://` location, for multipart uploads ([`Upload`]).
     multipart: Option<Arc<dyn MultipartStore>>,
+    /// What stops the waits for its answers.
+    cancel: Option<Cancel>,
+    /// What an `s3://` location's own requests (listings) need.
+    s3: Option<Arc<list::S3Requests>>,
 }
 
 impl Location {
@@ -178,6 +197,7 @@ impl Location {
         let path = Path::from_url_path(parsed.path().trim_start_matches('/'))
             .map_err(|e| bad(&e.to_string()))?;
         let scheme = parsed.scheme().to_ascii_lowercase();
+        let mut s3 = None;
         let (store, bucket, multipart): (Arc<dyn ObjectStore>, _, _) = match scheme.as_str() {
             "http" | "https" => {
                 let origin = parsed[..url::Position::BeforePath].to_string();
@@ -211,12 +231,31 @@ impl Location {
                     || env("AWS_WEB_IDENTITY_TOKEN_FILE").is_some()
                     || env("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI").is_some()
                     || env("AWS_CONTAINER_CREDENTIALS_FULL_URI").is_some();
+                let config = |k| builder.get_config_value(&k);
+                let region = config(AmazonS3ConfigKey::Region).unwrap_or_default();
+                let bucket_url = match (
+                    config(AmazonS3ConfigKey::Endpoint),
+                    config(AmazonS3ConfigKey::VirtualHostedStyleRequest)
+                        .is_some_and(|v| v == "true"),
+                ) {
+                    (Some(e), true) => e,
+                    (Some(e), false) => format!("{}/{bucket}", e.trim_end_matches('/')),
+                    (None, true) => format!("https://{bucket}.s3.{region}.amazonaws.com"),
+                    (None, false) => format!("https://s3.{region}.amazonaws.com/{bucket}"),
+                };
                 let store = Arc::new(
                     builder
                         .with_skip_signature(!keyed)
                         .build()
                         .map_err(|e| bad(&e.to_string()))?,
                 );
+                s3 = Some(Arc::new(list::S3Requests {
+                    store: store.clone(),
+                    client: s3_client(opts, allow_http).map_err(|e| bad(&e.to_string()))?,
+                    bucket_url,
+                    region,
+                    signed: keyed,
+                }));
                 let multipart: Arc<dyn MultipartStore> = store.clone();
                 (store, Some(bucket), Some(multipart))
             }
@@ -230,6 +269,8 @@ impl Location {
             timeout: opts.timeout,
             retry_timeout: opts.retry_timeout,
             multipart,
+            cancel: opts.cancel.clone(),
+            s3,
         })
     }
 
@@ -275,41 +316,47 @@ impl HttpConnector for SameHost {
         let allow_http = options
             .get_config_value(&ClientConfigKey::AllowHttp)
             .is_some_and(|v| v == "true");
-        let same_origin = reqwest::redirect::Policy::custom(|attempt| {
-            let origin = |u: &url::Url| {
-                (
-                    u.scheme().to_string(),
-                    u.host_str().map(str::to_string),
-                    u.port_or_known_default(),
-                )
-            };
-            let first = attempt.previous().first().map(origin);
-            if first.is_some_and(|f| f != origin(attempt.url())) {
-                attempt.error("the S3 endpoint redirected to another host, which is refused: the request's credentials would go along")
-            } else if attempt.previous().len() > MAX_REDIRECTS {
-                attempt.error("too many redirects")
-            } else {
-                attempt.follow()
-            }
-        });
-        let client = reqwest::Client::builder()
-            .user_agent(concat!("sc/", env!("CARGO_PKG_VERSION")))
-            .timeout(self.0.timeout)
-            .connect_timeout(connect_timeout(self.0.timeout))
-            .pool_max_idle_per_host(self.0.connections.max(1))
-            .no_gzip()
-            .no_brotli()
-            .no_zstd()
-            .no_deflate()
-            .https_only(!allow_http)
-            .redirect(same_origin)
-            .build()
-            .map_err(|e| object_store::Error::Generic {
-                store: "S3",
-                source: Box::new(e),
-            })?;
+        let client = s3_client(&self.0, allow_http).map_err(|e| object_store::Error::Generic {
+            store: "S3",
+            source: Box::new(e),
+        })?;
         Ok(HttpClient::new(client))
     }
+}
+
+/// The HTTP client of an S3 store ([`SameHost`]): `opts`'s timeouts and pool, plain HTTP
+/// only where allowed, no decompression, and redirects followed only within the endpoint's
+/// scheme, host and port.
+fn s3_client(opts: &RemoteOptions, allow_http: bool) -> reqwest::Result<reqwest::Client> {
+    let same_origin = reqwest::redirect::Policy::custom(|attempt| {
+        let origin = |u: &url::Url| {
+            (
+                u.scheme().to_string(),
+                u.host_str().map(str::to_string),
+                u.port_or_known_default(),
+            )
+        };
+        let first = attempt.previous().first().map(origin);
+        if first.is_some_and(|f| f != origin(attempt.url())) {
+            attempt.error("the S3 endpoint redirected to another host, which is refused: the request's credentials would go along")
+        } else if attempt.previous().len() > MAX_REDIRECTS {
+            attempt.error("too many redirects")
+        } else {
+            attempt.follow()
+        }
+    });
+    reqwest::Client::builder()
+        .user_agent(concat!("sc/", env!("CARGO_PKG_VERSION")))
+        .timeout(opts.timeout)
+        .connect_timeout(connect_timeout(opts.timeout))
+        .pool_max_idle_per_host(opts.connections.max(1))
+        .no_gzip()
+        .no_brotli()
+        .no_zstd()
+        .no_deflate()
+        .https_only(!allow_http)
+        .redirect(same_origin)
+        .build()
 }
 
 /// The longest a connection may take to open, for requests that may take `timeout`.
@@ -335,12 +382,34 @@ fn runtime() -> Result<&'static Runtime> {
         .ok_or_else(|| Error::Io(std::io::Error::other("no runtime for remote requests")))
 }
 
+/// How often a wait for an answer looks at its [`Cancel`] token.
+const CANCEL_POLL: Duration = Duration::from_millis(50);
+
+/// Runs `work` on the runtime to its end, or until `cancel` is set ([`Error::Cancelled`]),
+/// when the wait gives up on it.
+fn block_on<F: std::future::Future>(cancel: Option<&Cancel>, work: F) -> Result<F::Output> {
+    let rt = runtime()?;
+    let Some(cancel) = cancel else {
+        return Ok(rt.block_on(work));
+    };
+    rt.block_on(async {
+        let mut work = std::pin::pin!(work);
+        loop {
+            cancel.check()?;
+            if let Ok(done) = tokio::time::timeout(CANCEL_POLL, work.as_mut()).await {
+                return Ok(done);
+            }
+        }
+    })
+}
+
 /// What the requests to one location did so far, shared by everything reading or writing it.
 #[derive(Debug)]
 struct Counters {
     requests: AtomicU64,
     bytes: AtomicU64,
     wait_ns: AtomicU64,
+    most_held: AtomicU64,
     opened: Instant,
 }
 
@@ -350,6 +419,7 @@ impl Counters {
             requests: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
             wait_ns: AtomicU64::new(0),
+            most_held: AtomicU64::new(0),
             opened: Instant::now(),
         })
     }
@@ -364,6 +434,11 @@ impl Counters {
         self.bytes.fetch_add(bytes, Ordering::Relaxed);
     }
 
+    /// A reader holds `bytes` now.
+    fn held(&self, bytes: u64) {
+        self.most_held.fetch_max(bytes, Ordering::Relaxed);
+    }
+
     fn waited(&self, since: Instant) {
         let ns = since.elapsed().as_nanos().min(u64::MAX as u128) as u64;
         self.wait_ns.fetch_add(ns, Ordering::Relaxed);
@@ -375,6 +450,7 @@ impl Counters {
             bytes_fetched: self.bytes.load(Ordering::Relaxed),
             network_wait: Duration::from_nanos(self.wait_ns.load(Ordering::Relaxed)),
             elapsed: self.opened.elapsed(),
+            most_held: self.most_held.load(Ordering::Relaxed),
         }
     }
 }

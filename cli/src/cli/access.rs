@@ -310,19 +310,22 @@ fn list_archive<R: Reader>(a: &ListArgs, archive: Archive<R>) -> Result<()> {
             // Quoted as Rust quotes text: control characters escaped once, as `\u{1b}`.
             writeln!(
                 out,
-                "base: coded against {base:?}; reading the tensors marked base needs it (--base)"
+                "base: coded against {base:?}; reading the tensors marked base or seed needs it \
+                 (--base)"
             )?;
         }
         Ok(())
     })
 }
 
-/// What the tensor `name` is coded against, if anything but itself: `base`, or `= NAME` for a
-/// repeat of the tensor NAME.
+/// What the tensor `name` is coded against, if anything but itself: `base`, `seed E/B` for a
+/// quant re-derived from its seed (E of its B ggml blocks exactly), or `= NAME` for a repeat
+/// of the tensor NAME.
 fn against<R: Reader>(archive: &Archive<R>, name: &str) -> Option<String> {
     match archive.reference(name)? {
         sc::Reference::Base(_) => Some("base".into()),
         sc::Reference::Repeats(t) => Some(format!("= {t}")),
+        sc::Reference::Derived { blocks, exact, .. } => Some(format!("seed {exact}/{blocks}")),
         _ => None,
     }
 }

@@ -110,14 +110,6 @@ fn array_len(json: &str) -> Option<usize> {
     Some(items)
 }
 
-fn kind_name(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Safetensors => "safetensors",
-        Kind::Gguf => "gguf",
-        Kind::Generic => "generic",
-    }
-}
-
 fn percent(part: u64, whole: u64) -> f64 {
     100.0 * part as f64 / whole.max(1) as f64
 }
@@ -141,11 +133,7 @@ fn summary(
     metadata: Option<&BTreeMap<String, String>>,
 ) -> Result<String> {
     let orig = info.original_len;
-    let kind = match info.kind {
-        Kind::Safetensors => "safetensors",
-        Kind::Gguf => "GGUF",
-        Kind::Generic => "generic (not safetensors)",
-    };
+    let kind = info.kind.described();
     let mut t = String::new();
     writeln!(t, "file:        {}", printable(&path.to_string_lossy()))?;
     writeln!(t, "format:      sc version {}", info.format_version)?;
@@ -177,6 +165,17 @@ fn summary(
             t,
             "base:        {} tensors coded against {base:?} (decoding needs it: --base)",
             info.based_tensors
+        )?;
+    }
+    if info.derived_tensors > 0 {
+        let (blocks, exact) = info.derived_blocks;
+        writeln!(
+            t,
+            "seed:        {} tensors re-derived from the base with {}: {exact} of {blocks} ggml \
+             blocks exact ({:.2}%), the rest coded as residuals",
+            info.derived_tensors,
+            info.quantizers.join(", "),
+            percent(exact, blocks)
         )?;
     }
     if info.repeated_tensors > 0 {
@@ -266,6 +265,13 @@ struct InfoDoc<'a> {
     base: Option<&'a str>,
     /// Tensors coded against the base.
     based_tensors: usize,
+    /// Of those, quant tensors re-derived from the base (their seed).
+    derived_tensors: usize,
+    /// The derived tensors' ggml blocks, and those that re-derived exactly.
+    derived_blocks: u64,
+    derived_exact_blocks: u64,
+    /// The quantizers they are re-derived with.
+    quantizers: &'a [String],
     /// Tensors stored as references to earlier identical ones.
     repeated_tensors: usize,
     transforms: BTreeMap<&'static str, TransformDoc>,
@@ -341,7 +347,7 @@ fn doc<'a>(
         file: path.to_string_lossy().into_owned(),
         format_version: info.format_version,
         mode: info.mode.name(),
-        kind: kind_name(info.kind),
+        kind: info.kind.name(),
         block_size: info.block_size,
         original_bytes: info.original_len,
         archive_bytes: info.archive_len,
@@ -351,6 +357,10 @@ fn doc<'a>(
         kept_header_stored_bytes: info.kept_header_stored,
         base: info.base_name.as_deref(),
         based_tensors: info.based_tensors,
+        derived_tensors: info.derived_tensors,
+        derived_blocks: info.derived_blocks.0,
+        derived_exact_blocks: info.derived_blocks.1,
+        quantizers: &info.quantizers,
         repeated_tensors: info.repeated_tensors,
         transforms: info
             .transforms

@@ -4,15 +4,12 @@
 use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
 use sc::{Mode, SignModels};
 
-/// The highest level that still means FAST: `-1` to `-5` (FAST, sc's default, decodes at copy
-/// speed), `-6` to `-9` BEST (smaller, several times slower). BEST's sign models go where they
-/// pay by default (`-7`, `-8`, `--best`); `-6` leaves them out (BEST's fastest decoding, and
-/// archives for readers of format version 4), `-9` uses them wherever they code a block smaller
-/// (smallest; such blocks decode about 1.4x slower).
-const LAST_FAST: u8 = 5;
+/// The highest level: a higher one (zstd's `-19`, `-22`) means this one ([`sc::level`] says
+/// what each means).
+pub const HIGHEST: u32 = sc::HIGHEST_LEVEL;
 
-/// The highest level: a higher one (zstd's `-19`, `-22`) means this one.
-pub const HIGHEST: u32 = 9;
+/// The highest level that means FAST.
+const LAST_FAST: u32 = sc::LAST_FAST_LEVEL;
 
 /// The ids of the level flags: `-1` ... `-9`, `--level N` (what [`super::argv`] makes of `-N`
 /// above 9), `--fast` and `--best`.
@@ -37,8 +34,7 @@ impl Given {
         match self {
             Given::Fast => Mode::Fast,
             Given::Best => Mode::Best,
-            Given::Number(n) if n <= u32::from(LAST_FAST) => Mode::Fast,
-            Given::Number(_) => Mode::Best,
+            Given::Number(n) => sc::level(n).map_or(Mode::Fast, |(mode, _)| mode),
         }
     }
 
@@ -78,8 +74,7 @@ impl Level {
     /// code a block smaller for `-9` (and the levels above it), else where they pay.
     pub fn sign_models(&self) -> SignModels {
         match self.given {
-            Some(Given::Number(6)) => SignModels::Off,
-            Some(Given::Number(n)) if n >= HIGHEST => SignModels::Everywhere,
+            Some(Given::Number(n)) => sc::level(n).map_or(SignModels::Paying, |(_, signs)| signs),
             _ => SignModels::Paying,
         }
     }
@@ -93,15 +88,6 @@ impl Level {
             _ => None,
         }
     }
-}
-
-/// The mode and sign models that the flag `-N` asks for, for a level `n` of 1 to 9.
-pub fn numbered(n: u8) -> Option<(Mode, SignModels)> {
-    let given = Given::Number(u32::from(n));
-    let level = Level { given: Some(given) };
-    (1..=HIGHEST)
-        .contains(&u32::from(n))
-        .then(|| (given.mode(), level.sign_models()))
 }
 
 impl FromArgMatches for Level {
@@ -201,16 +187,5 @@ mod tests {
         assert_eq!(Level::default().resolve(None), Ok(Mode::Fast));
         assert!(level(19).note().is_some_and(|n| n.contains("-19")));
         assert_eq!(level(9).note(), None);
-    }
-
-    #[test]
-    fn numbered_levels_are_the_flags() {
-        assert_eq!(numbered(1), Some((Mode::Fast, SignModels::Paying)));
-        assert_eq!(numbered(5), Some((Mode::Fast, SignModels::Paying)));
-        assert_eq!(numbered(6), Some((Mode::Best, SignModels::Off)));
-        assert_eq!(numbered(7), Some((Mode::Best, SignModels::Paying)));
-        assert_eq!(numbered(9), Some((Mode::Best, SignModels::Everywhere)));
-        assert_eq!(numbered(0), None);
-        assert_eq!(numbered(10), None);
     }
 }

@@ -4,7 +4,6 @@ mod access;
 mod argv;
 mod base;
 mod catalog;
-mod collide;
 mod docs;
 mod folder;
 mod info;
@@ -122,7 +121,9 @@ static REMOTE: std::sync::Mutex<Option<sc::remote::RemoteOptions>> = std::sync::
 /// How the command line being run reads and writes remote locations (its flags).
 pub(crate) fn remote_options() -> sc::remote::RemoteOptions {
     let o = REMOTE.lock().unwrap_or_else(|e| e.into_inner());
-    o.clone().unwrap_or_default()
+    let mut o = o.clone().unwrap_or_default();
+    o.cancel = Some(process::cancel());
+    o
 }
 
 /// `e`, said to be about `what` (a phrase naming the input) unless it names its remote
@@ -422,6 +423,10 @@ struct VerifyArgs {
     /// whose MD5 must equal the archive's
     #[arg(value_name = "PATH")]
     paths: Vec<PathBuf>,
+    /// Check instead whether the GGUF quant PATH derives bit for bit from the seed SEED (a
+    /// GGUF file or its archive), tensor by tensor, with llama.cpp's reference quantizers
+    #[arg(long, value_name = "SEED", conflicts_with = "base")]
+    derives: Option<PathBuf>,
     #[command(flatten)]
     base: base::BaseArg,
     #[command(flatten)]
@@ -594,12 +599,14 @@ impl ArchiveInput {
         base: Option<&sc::Base>,
         progress: &(dyn Fn(u64) + Sync),
     ) -> Result<sc::DecodeReport> {
+        let cancel = process::cancel();
         let opts = DecodeOptions {
             check_md5,
             archive_len: self.len(),
             progress: Some(progress),
             memory,
             base,
+            cancel: Some(&cancel),
             ..Default::default()
         };
         match self {
@@ -765,9 +772,8 @@ fn encode(a: &EncodeArgs) -> Result<()> {
     };
     let base = match auto && !is_stdio(input) {
         true => {
-            let ones = [input.clone()];
             let verbose = a.common.talk.verbose();
-            relate::pick(&ones, &a.auto, a.mode(), verbose)?.open(input)?
+            relate::pick_one(input, &a.auto, a.mode(), verbose)?
         }
         false => base,
     };
@@ -935,6 +941,7 @@ fn encode_one(
         true => (Input::Stream(open_input(input)?.0), None),
         false => open_file(input).map(|(f, m)| (Input::File(f), Some(m)))?,
     };
+    let cancel = process::cancel();
     let opts = EncodeOptions {
         block_size: a.block_size,
         md5: rm || a.md5 || (!a.no_md5 && EncodeOptions::new(a.mode()).md5),
@@ -942,6 +949,7 @@ fn encode_one(
         memory,
         base,
         sign_models: a.level.sign_models(),
+        cancel: Some(&cancel),
         ..EncodeOptions::new(a.mode())
     };
     let settings = a.out.settings(meta.as_ref(), rm);
@@ -1009,8 +1017,16 @@ fn decode_prefix(a: &DecodeArgs, prefix: &str) -> Result<()> {
     let Some(dir) = a.out.output.as_deref().filter(|o| !is_stdio(o)) else {
         bail!("decoding the remote folder {prefix} needs -o DIR");
     };
-    let listed = sc::remote::list(prefix, &remote_options())?;
-    folder::decode_prefix(a, prefix, dir, &listed, a.base.open(None)?.as_ref())
+    let listing = sc::remote::list_skipping(prefix, &remote_options())?;
+    for url in listing.skipped.iter().filter(|_| !a.common.talk.quiet) {
+        note(format_args!(
+            "sc: note: skipping {}: its key is not one sc can read (a control character, or an \
+             empty, \".\" or \"..\" part)",
+            text::printable(url)
+        ));
+    }
+    let objects = &listing.objects;
+    folder::decode_prefix(a, prefix, dir, objects, a.base.open(None)?.as_ref())
 }
 
 /// Copies the object at `url` to the file `dest` as it is; returns the bytes copied.
@@ -1103,6 +1119,9 @@ fn md5_of(mut input: impl Read, path: &Path) -> Result<[u8; 16]> {
 }
 
 fn verify(a: &VerifyArgs) -> Result<()> {
+    if let Some(seed) = &a.derives {
+        return verify::derives(seed, &a.paths, &a.common);
+    }
     let file = |p: &Path| !p.is_dir();
     let first = a.paths.first().filter(|p| file(p));
     let base = a.base.open(first.map(PathBuf::as_path))?;

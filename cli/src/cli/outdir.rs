@@ -36,12 +36,3 @@ pub fn inside(
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     Ok(dir.join(file))
 }
-
-/// The error for `-o out`, a file, where the run writes into a folder.
-pub fn not_a_folder(out: &Path) -> String {
-    format!(
-        "-o {}: with several inputs or a folder, -o names the folder the outputs go in, and it \
-         is a file",
-        out.display()
-    )
-}

@@ -58,6 +58,12 @@ pub fn stopped() -> bool {
     stops().iter().any(|s| s.load(Ordering::Relaxed))
 }
 
+/// A token set while [`stopped`] says so, for the library's runs: they stop at their next
+/// block, or within 50 ms of a wait for the network.
+pub fn cancel() -> sc::Cancel {
+    sc::Cancel::when(stopped)
+}
+
 /// Write end of the pipe the signal handler reports signals on.
 static SIGNAL_PIPE: AtomicI32 = AtomicI32::new(-1);
 

@@ -102,3 +102,56 @@ pub fn many(paths: &[PathBuf], base: Option<&sc::Base>, common: &Common) -> Resu
     }
     Ok(())
 }
+
+/// `sc verify --derives SEED QUANT`: tensor by tensor, whether the GGUF file `quant` derives
+/// bit for bit from the seed `seed` (a GGUF file, its archive, or a folder), one line each and
+/// a verdict; an error when some tensor does not.
+pub fn derives(seed: &Path, quant: &[PathBuf], common: &Common) -> Result<()> {
+    let [quant] = quant else {
+        bail!("--derives SEED takes one quant file to check");
+    };
+    let base = sc::Base::open(seed)?;
+    let file = File::open(quant).with_context(|| format!("cannot open {}", quant.display()))?;
+    let len = file.metadata()?.len();
+    let report = sc::verify_derives(&base, &file, len)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", quant.display()))?;
+    let mut text = String::new();
+    for t in &report {
+        let verdict = match (&t.not_derivable, t.derives()) {
+            (Some(why), _) => format!("cannot be re-derived: {why}"),
+            (None, true) => "derives".into(),
+            (None, false) => "differs".into(),
+        };
+        text += &format!(
+            "{}  {}  {}/{} blocks exact  {verdict}\n",
+            printable(&t.name),
+            t.dtype,
+            t.exact,
+            t.blocks
+        );
+    }
+    let bad = report.iter().filter(|t| !t.derives()).count();
+    if !common.talk.quiet {
+        print_stdout(&text)?;
+    }
+    if bad > 0 {
+        bail!(
+            "{} does not derive bit for bit from {}: {} of {} differ ({})",
+            quant.display(),
+            seed.display(),
+            bad,
+            count(report.len() as u64, "tensor"),
+            sc::derive::QUANTIZER
+        );
+    }
+    if !common.talk.quiet {
+        print_stdout(&format!(
+            "{}: derives bit for bit from {} ({}, {})\n",
+            quant.display(),
+            seed.display(),
+            count(report.len() as u64, "tensor"),
+            sc::derive::QUANTIZER
+        ))?;
+    }
+    Ok(())
+}

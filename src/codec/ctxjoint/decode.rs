@@ -4,10 +4,11 @@
 use super::model::*;
 use super::{read_layout, SIGNED};
 use crate::codec::signs::SignDecoder;
-use crate::codec::{huffjoint, joint, CodecError};
+use crate::codec::{huffjoint, joint};
 use crate::entropy::alphabet::Alphabet;
 use crate::entropy::rows::Part;
 use crate::entropy::streams::{two_streams, Streams};
+use crate::error::CodecError;
 
 /// The decoding state of one plane: the models, the scale and the two streams.
 struct State<'a> {

@@ -3,7 +3,7 @@
 
 use super::model::*;
 use super::write_layout;
-use crate::codec::Codec;
+use crate::codec::spec::Codec;
 use crate::entropy::alphabet::{self, Alphabet};
 use crate::entropy::rc::Encoder;
 use crate::entropy::rows::{parts_fit, Part, Rows};

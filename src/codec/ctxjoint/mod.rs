@@ -51,9 +51,11 @@ pub use encode::{encode, encode_parts};
 #[cfg(feature = "lab")]
 pub(crate) use encode::{encode_variant, Variant};
 
-use crate::codec::{raw6, Codec, CodecError, Decode, Slot, Spec};
+use crate::codec::raw6;
+use crate::codec::spec::{Codec, Decode, Slot, Spec};
 use crate::entropy::alphabet::Alphabet;
 use crate::entropy::rows::{parts_fit, Part, Rows};
+use crate::error::CodecError;
 
 /// The `ctxjoint` codec: plane 0 of an exponent-aligned block, with [`raw6`] as plane 1.
 pub static SPEC: Spec = Spec {

@@ -10,8 +10,10 @@
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
-use super::{huffman, raw6, Codec, CodecError, Decode, Slot, Spec};
+use super::spec::{Codec, Decode, Slot, Spec};
+use super::{huffman, raw6};
 use crate::entropy::alphabet::{Alphabet, MAX_USED, SYMBOLS};
+use crate::error::CodecError;
 use crate::transform::Transform;
 #[cfg(target_arch = "x86_64")]
 use x86::{expand16_detect, pack16_detect};

@@ -28,6 +28,23 @@ use rayon::prelude::*;
 /// that re-derive a quant from its seed record it.
 pub const LLAMA_CPP_COMMIT: &str = "0c1e570";
 
+/// The quantizer this build re-derives with: llama.cpp's `quantize_row_*_ref` at
+/// [`LLAMA_CPP_COMMIT`], as a default (Release, x86-64, no fused multiply-add) build makes them.
+pub const QUANTIZER: &str = "llama.cpp 0c1e570 default";
+
+/// Every quantizer identity this build reads: an archive naming another is refused.
+pub const QUANTIZERS: &[&str] = &[QUANTIZER];
+
+/// The ggml type named `name`.
+pub(crate) fn type_named(name: &str) -> Option<&'static GgmlType> {
+    super::types::TYPES.iter().find(|t| t.name == name)
+}
+
+/// Whether `ty` can be a seed tensor's type: F32, F16 or BF16.
+pub(crate) fn is_seed_type(ty: &GgmlType) -> bool {
+    matches!(ty.name, "F32" | "F16" | "BF16")
+}
+
 /// Quantizes one block: its values in, its bytes out (both exactly one block long).
 type BlockFn = fn(&[f32], &mut [u8]);
 
