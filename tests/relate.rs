@@ -359,12 +359,12 @@ fn folder_jobs(
     sc::folder::plan(&[src.to_path_buf()], Some(out), &naming, &mut |_| {}).unwrap()
 }
 
+/// Codes one job of a folder run against its own base: the bytes read and written.
+type CodeJob = dyn Fn(&sc::folder::Job, Option<&Base>) -> sc::Result<(u64, u64)> + Sync;
+
 /// Runs `jobs`, coding each with `code` against its own base, and logs each job's start and
 /// end by its output's file name.
-fn run_logged(
-    jobs: &[sc::folder::Job],
-    code: &(dyn Fn(&sc::folder::Job, Option<&Base>) -> sc::Result<(u64, u64)> + Sync),
-) -> Vec<String> {
+fn run_logged(jobs: &[sc::folder::Job], code: &CodeJob) -> Vec<String> {
     let log = std::sync::Mutex::new(Vec::new());
     let name = |j: &sc::folder::Job| j.dest.file_name().unwrap().to_string_lossy().into_owned();
     let steps = sc::folder::Steps {
@@ -408,7 +408,10 @@ fn a_folder_run_codes_each_file_against_its_relative_and_restores_bases_first() 
     let found = sc::folder::relate_jobs(&mut jobs, &[], &RelateOptions::default()).unwrap();
     let base_of = |name: &str| {
         let j = jobs.iter().find(|j| j.src.ends_with(name)).unwrap();
-        j.base.as_deref().and_then(Path::file_name).map(|n| n.to_owned())
+        j.base
+            .as_deref()
+            .and_then(Path::file_name)
+            .map(|n| n.to_owned())
     };
     // The pair is coded one against the other (the first as base); the unrelated file alone.
     assert_eq!(base_of("a.safetensors"), None);
@@ -429,8 +432,14 @@ fn a_folder_run_codes_each_file_against_its_relative_and_restores_bases_first() 
     let back = d.join("back");
     let mut jobs = folder_jobs(&packed, &back, &sc::folder::original_name);
     sc::folder::restore_bases(&mut jobs).unwrap();
-    let tune_job = jobs.iter().find(|j| j.dest.ends_with("b.safetensors")).unwrap();
-    assert_eq!(tune_job.base.as_deref(), Some(back.join("a.safetensors").as_path()));
+    let tune_job = jobs
+        .iter()
+        .find(|j| j.dest.ends_with("b.safetensors"))
+        .unwrap();
+    assert_eq!(
+        tune_job.base.as_deref(),
+        Some(back.join("a.safetensors").as_path())
+    );
     let log = run_logged(&jobs, &|job, base| {
         let opts = DecodeOptions {
             base,
@@ -441,7 +450,10 @@ fn a_folder_run_codes_each_file_against_its_relative_and_restores_bases_first() 
         Ok((job.len, bytes.len() as u64))
     });
     let at = |what: &str| log.iter().position(|l| l == what).unwrap();
-    assert!(at("end a.safetensors") < at("start b.safetensors"), "{log:?}");
+    assert!(
+        at("end a.safetensors") < at("start b.safetensors"),
+        "{log:?}"
+    );
     for p in [&base, &tune, &other] {
         let out = back.join(p.file_name().unwrap());
         assert_eq!(std::fs::read(out).unwrap(), std::fs::read(p).unwrap());
