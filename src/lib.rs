@@ -156,6 +156,7 @@ pub mod lab;
 mod names;
 mod open;
 pub mod output;
+mod relate;
 #[cfg(feature = "remote")]
 pub mod remote;
 #[cfg(feature = "remote")]
@@ -202,6 +203,7 @@ pub use pipeline::encode::{encode, encode_file, encode_to_vec, EncodeOptions, En
 pub use pipeline::{
     archive_memory_needed, memory_needed, memory_needed_with_references, DEFAULT_MEMORY,
 };
+pub use relate::{relate, Chosen, RelateOptions, RelatePlan, Related};
 #[cfg(feature = "remote")]
 pub use remote_archive::{decode_url, inspect_url};
 pub use stream::{Decoder, Encoder};

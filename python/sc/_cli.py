@@ -62,6 +62,7 @@ def compress_folder(
     md5: bool | None = None,
     overwrite: bool = False,
     base: str | os.PathLike | None = None,
+    base_from: list[str | os.PathLike] | None = None,
 ) -> None:
     """Compresses the checkpoint folder `src` into the folder `dst` as `sc encode SRC -o DST`
     does: every `*.safetensors` and `*.gguf` below `src` becomes `NAME.sc` at the same place
@@ -69,14 +70,17 @@ def compress_folder(
     copied, so that `sc.transformers.from_pretrained` loads `dst` and `sc.decompress_folder`
     gives `src` back. `dst` may be a remote prefix, `s3://bucket/folder/`, which every file is
     uploaded to. `mode`, `level`, `block_size`, `threads`, `md5` and `base` as in
-    `sc.compress_file`. An existing output file fails unless `overwrite`. Files are coded two at
-    a time; one that fails does not stop the others, and then `sc.ScError` names every file
-    that failed and why."""
+    `sc.compress_file`; `base="auto"` codes each file against the other file of the folder (or
+    of `base_from`) that makes it smallest, if any does, and `decompress_folder` restores each
+    base before the archives that need it. An existing output file fails unless `overwrite`.
+    Files are coded two at a time; one that fails does not stop the others, and then
+    `sc.ScError` names every file that failed and why."""
     if level is not None and (isinstance(level, bool) or not isinstance(level, int)):
         raise _sc.ScError(f"invalid argument: level must be 1 to 9, not {level!r}")
     _sc.compress_folder(
         _folder(src), os.fspath(dst), mode, block_size, md5, threads, overwrite,
         None if base is None else os.fspath(base), level,
+        None if base_from is None else [os.fspath(p) for p in base_from],
     )
 
 

@@ -360,6 +360,7 @@ def compress_file(
     overwrite: bool = False,
     base: str | os.PathLike | None = None,
     level: int | None = None,
+    base_from: list[str | os.PathLike] | None = None,
 ) -> dict[str, Any]:
     """Compresses the file `src` (safetensors or any other) into the archive `dst`, as
     `sc encode` does. `mode` "fast" (the default) or "best"; `level` 1 to 9 as `sc -1` to
@@ -368,7 +369,9 @@ def compress_file(
     default 1 MiB); `threads` (default: all cores); `md5` records the whole file's MD5 (default:
     BEST only). `base`, a fine-tune's base checkpoint (safetensors file, `.sc` archive or folder
     of shards), codes each tensor against the base's tensor of the same name, dtype and shape
-    where that is smaller; reading the archive then needs the same base. Tensors that repeat an
+    where that is smaller; reading the archive then needs the same base. `base_from` (instead of
+    `base`): files, archives or folders offered as bases, of which the one that codes `src`
+    smallest on a sample of its blocks is taken (`based_tensors` 0: none did). Tensors that repeat an
     earlier one are stored once. The archive is written to a temporary file beside `dst` and
     renamed into place; an existing `dst` raises FileExistsError unless `overwrite`. Returns
     `original_len`, `archive_len`, `blocks`, `safetensors` (whether the header was recognised),
@@ -382,6 +385,7 @@ def compress_file(
         _sc.compress_file(
             os.fspath(src), os.fspath(dst), mode=mode, block_size=block_size, md5=md5,
             threads=threads, overwrite=overwrite, base=_path(base), level=level,
+            base_from=None if base_from is None else [os.fspath(p) for p in base_from],
         )
     )
 

@@ -66,8 +66,10 @@ def compress_file(
     overwrite: bool = False,
     base: str | os.PathLike[str] | None = None,
     level: int | None = None,
+    base_from: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Compresses the file `src` into the archive `dst`, coded against `base` when given;
+    """Compresses the file `src` into the archive `dst`, coded against `base` when given (or
+    the one of `base_from` that codes it smallest, if any does);
     tensors that repeat an earlier one are stored once. `mode` "fast" (default) or "best", or
     `level` 1 to 9 as the command line's `-1` to `-9`."""
 
@@ -110,7 +112,7 @@ def fetch(url: str) -> bytes:
 def compress_folder(
     src: str, dst: str, mode: str | None = None, block_size: int | None = None,
     md5: bool | None = None, threads: int | None = None, overwrite: bool = False,
-    base: str | None = None, level: int | None = None,
+    base: str | None = None, level: int | None = None, base_from: list[str] | None = None,
 ) -> None:
     """The library's folder encode of `src` into `dst` (see `sc.compress_folder`)."""
 

@@ -94,7 +94,7 @@ fn plan(src: &Path, dst: &Path, found: &dyn Fn(&Path) -> Option<PathBuf>) -> Res
 /// Compresses the checkpoint folder `src` into the folder (or remote prefix) `dst` as
 /// `sc encode SRC -o DST` does.
 #[pyfunction]
-#[pyo3(signature = (src, dst, mode=None, block_size=None, md5=None, threads=None, overwrite=false, base=None, level=None))]
+#[pyo3(signature = (src, dst, mode=None, block_size=None, md5=None, threads=None, overwrite=false, base=None, level=None, base_from=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn compress_folder(
     py: Python<'_>,
@@ -107,12 +107,29 @@ pub fn compress_folder(
     overwrite: bool,
     base: Option<PathBuf>,
     level: Option<i64>,
+    base_from: Option<Vec<PathBuf>>,
 ) -> PyResult<()> {
     let opts = encode_options(mode, level, block_size, md5)?;
+    let auto = base.as_deref() == Some(Path::new("auto"));
+    if base_from.is_some() && !auto {
+        return Err(ScError::new_err(
+            "invalid argument: base_from offers bases to base=\"auto\": give base=\"auto\" too",
+        ));
+    }
     let pool = thread_pool(threads)?;
     run_stoppable(py, pool.as_deref(), Some(&src), |stop| {
-        let jobs = plan(&src, &dst, &sc::folder::encoded_name)?;
-        let base = base_for(base.as_deref(), None)?;
+        let mut jobs = plan(&src, &dst, &sc::folder::encoded_name)?;
+        // With base="auto", each file's base is the one of the others and `base_from` that
+        // codes it smallest.
+        if auto {
+            let relate = sc::RelateOptions {
+                mode: opts.mode,
+                ..sc::RelateOptions::default()
+            };
+            let candidates = base_from.as_deref().unwrap_or_default();
+            sc::folder::relate_jobs(&mut jobs, candidates, &relate)?;
+        }
+        let base = base_for(base.as_deref().filter(|_| !auto), None)?;
         // Any file may hold repeated tensors, which take the memory of references.
         let needed = sc::memory_needed_with_references(opts.block_size);
         let cancel = sc::Cancel::from_flag(stop.clone());
@@ -166,9 +183,16 @@ pub fn decompress_folder(
             }
             None => plan(&src, &dst, &sc::folder::original_name)?,
         };
+        let mut jobs = jobs;
+        // Archives coded against another file of the run are restored after it, against its
+        // output.
+        if base.is_none() {
+            sc::folder::restore_bases(&mut jobs)?;
+        }
         let code = |job: &Job, _memory: u64| {
+            let base = job.base.as_deref().or(base.as_deref());
             let r = write_output(&job.dest, overwrite, stop, |w| {
-                decode_to(&job.src, w, check_md5, base.as_deref(), stop)
+                decode_to(&job.src, w, check_md5, base, stop)
             })?;
             Ok((r.archive_len, r.original_len))
         };

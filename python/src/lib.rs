@@ -440,10 +440,11 @@ fn encode_parts(
     Ok(archive.map(|a| PyBytes::new(py, &a).unbind()))
 }
 
-/// Compresses the file `src` into the archive `dst`, coded against `base` when given;
-/// tensors that repeat an earlier one are stored once.
+/// Compresses the file `src` into the archive `dst`, coded against `base` when given, or
+/// against the one of `base_from` that codes it smallest (by measurement, `sc::relate`), if
+/// any does; tensors that repeat an earlier one are stored once.
 #[pyfunction]
-#[pyo3(signature = (src, dst, mode=None, block_size=None, md5=None, threads=None, overwrite=false, base=None, level=None))]
+#[pyo3(signature = (src, dst, mode=None, block_size=None, md5=None, threads=None, overwrite=false, base=None, level=None, base_from=None))]
 #[allow(clippy::too_many_arguments)]
 fn compress_file<'py>(
     py: Python<'py>,
@@ -456,8 +457,14 @@ fn compress_file<'py>(
     overwrite: bool,
     base: Option<PathBuf>,
     level: Option<i64>,
+    base_from: Option<Vec<PathBuf>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let opts = encode_options(mode, level, block_size, md5)?;
+    if base.is_some() && base_from.is_some() {
+        return Err(ScError::new_err(
+            "invalid argument: give base or base_from, not both",
+        ));
+    }
     let pool = thread_pool(threads)?;
     let report = run_stoppable(py, pool.as_deref(), Some(&src), |stop| {
         let cancel = sc::Cancel::from_flag(stop.clone());
@@ -470,7 +477,20 @@ fn compress_file<'py>(
         if let Some(s) = source.remote_stats() {
             remote::record(remote::Cost::of(s, start.elapsed()));
         }
-        let base = base_for(base.as_deref(), None)?;
+        let found = match &base_from {
+            Some(candidates) => {
+                let inputs = [src.clone()];
+                let relate = sc::RelateOptions {
+                    mode: opts.mode,
+                    ..sc::RelateOptions::default()
+                };
+                let plan = sc::relate(&inputs, candidates, &relate)?;
+                plan.base_path(0, &inputs, candidates)
+                    .map(Path::to_path_buf)
+            }
+            None => base.clone(),
+        };
+        let base = base_for(found.as_deref(), None)?;
         let opts = sc::EncodeOptions {
             base: base.as_ref(),
             cancel: Some(&cancel),

@@ -11,6 +11,7 @@
 //! end prints. Between the first two, each job's [`Job::base`] may be set: the base its input
 //! is coded against, when it is not the run's.
 
+mod bases;
 mod collide;
 mod run;
 
@@ -19,6 +20,7 @@ use std::fs;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
+pub use bases::{relate_jobs, restore_bases};
 pub use collide::check as check_collisions;
 pub use run::{run, Done, Outcome, Steps, Summary, FILES_IN_FLIGHT};
 

@@ -93,11 +93,14 @@ fn remote(dest: &std::path::Path) -> bool {
 
 /// Runs `jobs`, largest first, [`FILES_IN_FLIGHT`] at a time, sharing `memory` bytes, with
 /// `steps`; the outcomes come in the order of `jobs` (a job not started before the run was
-/// stopped is "not processed"). The folder of each local output is made first.
+/// stopped is "not processed"). The folder of each local output is made first. A job whose
+/// [`Job::base`] is another job's output waits for that job's wave to end (bases first).
 pub fn run(jobs: &[Job], memory: u64, steps: &Steps<'_>) -> Vec<Outcome> {
     let memory = Memory::new(memory);
+    let wave = super::bases::waves(jobs).unwrap_or_else(|| vec![0; jobs.len()]);
     let mut order: Vec<usize> = (0..jobs.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(jobs[i].len));
+    order.sort_by_key(|&i| (wave[i], std::cmp::Reverse(jobs[i].len)));
+    let waves: Vec<&[usize]> = order.chunk_by(|&a, &b| wave[a] == wave[b]).collect();
     let done = AtomicU64::new(0);
     let next = AtomicUsize::new(0);
     let outcomes: Mutex<Vec<Option<Outcome>>> = Mutex::new((0..jobs.len()).map(|_| None).collect());
@@ -134,21 +137,24 @@ pub fn run(jobs: &[Job], memory: u64, steps: &Steps<'_>) -> Vec<Outcome> {
             secs: start.elapsed().as_secs_f64(),
         })
     };
-    rayon::scope(|s| {
-        for _ in 0..FILES_IN_FLIGHT.min(jobs.len()) {
-            s.spawn(|_| {
-                while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
-                    if (steps.stopped)() {
-                        break;
+    for order in waves {
+        next.store(0, Ordering::Relaxed);
+        rayon::scope(|s| {
+            for _ in 0..FILES_IN_FLIGHT.min(order.len()) {
+                s.spawn(|_| {
+                    while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        if (steps.stopped)() {
+                            break;
+                        }
+                        let outcome = one(&jobs[i]);
+                        if let Ok(mut o) = outcomes.lock() {
+                            o[i] = Some(outcome);
+                        }
                     }
-                    let outcome = one(&jobs[i]);
-                    if let Ok(mut o) = outcomes.lock() {
-                        o[i] = Some(outcome);
-                    }
-                }
-            });
-        }
-    });
+                });
+            }
+        });
+    }
     let outcomes = outcomes.into_inner().unwrap_or_else(|e| e.into_inner());
     outcomes
         .into_iter()

@@ -157,6 +157,8 @@ pub struct EncodeReport {
     pub derived_tensors: usize,
     /// Tensors stored as a reference to an earlier, identical one ([`EncodeOptions::dedup`]).
     pub repeated_tensors: usize,
+    /// The base's name as the archive records it, when some tensor is coded against it.
+    pub base_name: Option<String>,
 }
 
 // Every header the probe accepts must fit the container's kept-header limit.
@@ -606,6 +608,10 @@ fn encode_here<R: Read + Send, W: Write + Send>(
         prefix.len() as u64,
     );
     let (based_tensors, repeated_tensors) = refs.as_ref().map_or((0, 0), References::counts);
+    let base_name = refs
+        .as_ref()
+        .map(|r| r.base_name.clone())
+        .filter(|n| !n.is_empty());
     let derived_tensors = refs.as_ref().map_or(0, References::derived);
     // Finding repeated tensors reads the whole input once.
     cancel::check(opts.cancel)?;
@@ -745,5 +751,6 @@ fn encode_here<R: Read + Send, W: Write + Send>(
         based_tensors,
         derived_tensors,
         repeated_tensors,
+        base_name,
     })
 }

@@ -4,10 +4,27 @@
 use super::*;
 
 pub(super) fn encode(a: &EncodeArgs) -> Result<()> {
-    let base = a.base.open(None)?;
+    let auto = relate::is_auto(a.base.base.as_deref());
+    if !auto && !a.auto.base_from.is_empty() {
+        bail!("--base-from offers bases to --base auto: give --base auto too");
+    }
+    if auto && a.rm {
+        bail!("--rm cannot be used with --base auto: the inputs serve as bases for one another");
+    }
+    let base = match auto {
+        true => None,
+        false => a.base.open(None)?,
+    };
     let input = match a.inputs.as_slice() {
         [one] if !folder::is_dir(one) => one,
         _ => return folder::encode(a, base.as_ref()),
+    };
+    let base = match auto && !is_stdio(input) {
+        true => {
+            let verbose = a.common.talk.verbose();
+            relate::pick_one(input, &a.auto, a.mode(), verbose)?
+        }
+        false => base,
     };
     if let Some(why) = already_archive(input, a.out.force) {
         bail!("{why}");
@@ -61,7 +78,12 @@ pub(super) fn encoded_line(
         (Kind::Generic, Some(why)) => format!(" [not safetensors: {why}; generic path]"),
         (Kind::Generic, None) => " [generic path]".into(),
     };
-    let refs = base::summary(r.based_tensors, r.repeated_tensors, a.base.base.as_deref());
+    // With --base auto, the base each input took, as its archive records it.
+    let given = match relate::is_auto(a.base.base.as_deref()) {
+        true => r.base_name.as_deref().map(Path::new),
+        false => a.base.base.as_deref(),
+    };
+    let refs = base::summary(r.based_tensors, r.repeated_tensors, given);
     format!(
         "{}: {} -> {} bytes ({:.2}%), {}, {:.0} MB/s{refs}{how}",
         name(input),

@@ -8,6 +8,7 @@
 
 use super::base::BaseFiles;
 use super::output::Settings;
+use super::relate;
 use super::text::{left, printable};
 use super::{
     decode_one, encode_one, is_stdio, mb_per_s, memory, note, progress_bar, write_with, Common,
@@ -221,6 +222,10 @@ pub fn encode(a: &EncodeArgs, base: Option<&sc::Base>) -> Result<()> {
         &a.common,
         naming,
         mode,
+        |jobs| match relate::is_auto(a.base.base.as_deref()) {
+            true => relate::pick(jobs, &a.auto, a.mode(), talk.verbose()),
+            false => Ok(()),
+        },
         // Any file may hold repeated tensors, which take the memory of references.
         |_| sc::memory_needed_with_references(a.block_size),
         |job, memory, progress| {
@@ -273,6 +278,12 @@ pub fn decode(a: &DecodeArgs, base: Option<&sc::Base>) -> Result<()> {
         &a.common,
         naming,
         "decoded",
+        // Archives coded against another file of the run, each with that file's output as
+        // base, restored after it.
+        |jobs| match base {
+            Some(_) => Ok(()),
+            None => Ok(sc::folder::restore_bases(jobs)?),
+        },
         |job| archive_memory_needed(&job.src),
         |job, memory, progress| {
             let started = Instant::now();
@@ -280,6 +291,8 @@ pub fn decode(a: &DecodeArgs, base: Option<&sc::Base>) -> Result<()> {
                 .verbose()
                 .then(|| super::inspect_file(&job.src))
                 .flatten();
+            let own = job.base.as_deref().map(sc::Base::open).transpose()?;
+            let base = own.as_ref().or(base);
             let r = decode_one(&job.src, Some(&job.dest), a, memory, base, progress)?;
             if talk.verbose() {
                 let line = super::decoded_line(&job.src, &r, started);
@@ -291,20 +304,23 @@ pub fn decode(a: &DecodeArgs, base: Option<&sc::Base>) -> Result<()> {
 }
 
 /// The steps folder encode and decode share: plans the jobs of `inputs` (written as `out`
-/// says) with `naming`, runs them with `common`'s memory ([`run`] tells `needed` and `code`;
+/// says) with `naming`, lets `choose` set each job's base, runs them with `common`'s memory ([`run`] tells `needed` and `code`;
 /// the default budget takes the largest `needed` of a job) and reports the run with `verb`.
+#[allow(clippy::too_many_arguments)]
 fn plan_run_report(
     inputs: &[PathBuf],
     out: &OutputArgs,
     common: &Common,
     naming: Naming<'_>,
     verb: &str,
+    choose: impl FnOnce(&mut [Job]) -> Result<()>,
     needed: impl Fn(&Job) -> u64 + Sync,
     code: impl Fn(&Job, u64, &(dyn Fn(u64) + Sync)) -> Result<(u64, u64)> + Sync,
 ) -> Result<()> {
     let quiet = common.talk.quiet;
-    let jobs = plan(inputs, out, quiet, &naming)?;
+    let mut jobs = plan(inputs, out, quiet, &naming)?;
     let start = Instant::now();
+    choose(&mut jobs)?;
     let coded = jobs.iter().filter(|j| j.codes());
     let memory = memory(common, || coded.map(&needed).max().unwrap_or(0));
     let outcomes = run(&jobs, quiet, out.force, memory, &needed, code);

@@ -15,6 +15,7 @@ pub(crate) mod level;
 mod outdir;
 mod output;
 pub(crate) mod process;
+mod relate;
 mod remove;
 mod resources;
 mod text;
@@ -382,6 +383,8 @@ struct EncodeArgs {
     keep: bool,
     #[command(flatten)]
     base: base::BaseArg,
+    #[command(flatten)]
+    auto: relate::AutoArgs,
     #[command(flatten)]
     common: Common,
 }
