@@ -252,7 +252,7 @@ fn bash_sources_the_completions_and_they_offer_every_command() {
         [
             "analyze",
             "formats",
-            "--best --block-size --base",
+            "--best --block-size --base --base-from --base-depth",
             "powershell"
         ]
     );
