@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 /// A token that stops the runs it is given to ([`EncodeOptions::cancel`](crate::EncodeOptions::cancel),
 /// [`DecodeOptions::cancel`](crate::DecodeOptions::cancel),
-/// [`RemoteOptions::cancel`](crate::remote::RemoteOptions::cancel)) once it is set: they poll
+/// `RemoteOptions::cancel`) once it is set: they poll
 /// it before each block is read, coded and written, and while they wait for a remote answer,
 /// and end with [`Error::Cancelled`]. Blocks being coded at that moment finish; no block is
 /// written after it. Clones share one state.

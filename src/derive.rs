@@ -25,7 +25,7 @@ fn values(t: &TensorInfo) -> Option<u64> {
 }
 
 /// The types of a quant tensor `quant` re-derived from the seed tensor `seed`: both of a type
-/// the library handles (the seed F32, F16 or BF16, the quant another type [`quant::can_quantize`]
+/// the library handles (the seed F32, F16 or BF16, the quant another type `quant::can_quantize`
 /// makes), as many values, whole blocks; else `None`.
 pub fn derivable(
     seed: &TensorInfo,

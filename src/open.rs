@@ -307,7 +307,7 @@ impl Source {
 
     /// Decompresses the whole archive into `output` with `opts`
     /// ([`OpenOptions::decode_options`]): a file through [`decode_file`], bytes where they
-    /// lie, a remote archive as [`crate::decode_url`] does. Returns the report and, for a
+    /// lie, a remote archive as `decode_url` does. Returns the report and, for a
     /// remote archive, what its requests did.
     pub fn decode<W: Write + Send>(self, output: W, opts: &DecodeOptions) -> Result<Decoded> {
         let report = match self.inner {
@@ -455,7 +455,7 @@ impl Output {
     /// Starts the output at `at`. Without `overwrite`, an existing file or object is refused
     /// ([`Error::File`], of kind `AlreadyExists`), and an upload that another completes
     /// meanwhile is not replaced either (as far as the store can say: see
-    /// [`Upload::create_new`]). Bytes are not a destination.
+    /// `Upload::create_new`). Bytes are not a destination.
     pub fn create(at: &Location, overwrite: bool, opts: &OpenOptions) -> Result<Output> {
         let refused = |source: io::Error| Error::File {
             location: at.shown(),

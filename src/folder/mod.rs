@@ -2,7 +2,7 @@
 //! of a model folder, shards included, and every file named is one [`Job`] of one list; with
 //! an output folder, a folder is mirrored and every other file (configs, tokenizer,
 //! `model.safetensors.index.json`) copied as it is. Collisions are refused before anything is
-//! written ([`collide`]), a failed file does not stop the others, and the run's [`Summary`]
+//! written (`collide`), a failed file does not stop the others, and the run's [`Summary`]
 //! reports them all.
 //!
 //! A run is three steps: [`plan`] (or [`plan_prefix`] for a remote listing) makes the jobs,

@@ -32,7 +32,7 @@ use rayon::prelude::*;
 pub const LLAMA_CPP_COMMIT: &str = "0c1e570";
 
 /// The quantizer this build re-derives with: llama.cpp's `quantize_row_*_ref` at
-/// [`LLAMA_CPP_COMMIT`], as a default (Release, x86-64, no fused multiply-add) build makes them.
+/// llama.cpp commit `0c1e570` (`LLAMA_CPP_COMMIT`), as a default (Release, x86-64, no fused multiply-add) build makes them.
 pub const QUANTIZER: &str = "llama.cpp 0c1e570 default";
 
 /// Every quantizer identity this build reads: an archive naming another is refused.
